@@ -1,0 +1,50 @@
+# One entry point for users and CI. Two environments:
+#   .venv         tooling (CLIs, infra, agent, tests), Python 3.12 (the SageMaker HTTP/2 SDK needs it)
+#   .venv-kokoro  the Kokoro container's environment: exactly containers/kokoro/requirements.txt
+SHELL := /bin/bash
+PYTHON312 ?= $(shell scripts/find-python 3.12)
+PYTHON311 ?= $(shell scripts/find-python 3.11)
+VENV := .venv
+KVENV := .venv-kokoro
+PORT ?= 8080
+HOST ?= 127.0.0.1
+TTS_PORT ?= 8080
+AGENT_PORT ?= 8090
+DIR ?= models/tiny
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+PIP_QUIET := --quiet --disable-pip-version-check
+
+.PHONY: install test test-kokoro test-tooling serve tiny-model synth clean help
+
+help:
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
+
+install: $(VENV)/.installed $(KVENV)/.installed ## create both environments
+
+$(VENV)/.installed: pyproject.toml voicestream/pyproject.toml agent/requirements.txt
+	test -d $(VENV) || $(PYTHON312) -m venv $(VENV)
+	$(VENV)/bin/pip install $(PIP_QUIET) -r agent/requirements.txt -e './voicestream[clients]' -e '.[dev]'
+	touch $@
+
+$(KVENV)/.installed: containers/kokoro/requirements.txt containers/kokoro/requirements-test.txt containers/kokoro/pyproject.toml voicestream/pyproject.toml
+	test -d $(KVENV) || $(PYTHON311) -m venv $(KVENV)
+	$(KVENV)/bin/pip install $(PIP_QUIET) -r containers/kokoro/requirements.txt -r containers/kokoro/requirements-test.txt
+	$(KVENV)/bin/pip install $(PIP_QUIET) --no-deps -e ./voicestream -e ./containers/kokoro ./containers/kokoro/g2p_offline/en_core_web_sm
+	touch $@
+
+test: test-kokoro test-tooling ## run every test, offline
+
+test-kokoro: $(KVENV)/.installed
+	$(KVENV)/bin/python -m pytest tests/kokoro -q
+
+test-tooling: $(VENV)/.installed
+	$(VENV)/bin/python -m pytest tests --ignore=tests/kokoro -q
+
+serve: $(KVENV)/.installed ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_DIR
+	$(KVENV)/bin/python -m kokoro_server serve --host $(HOST) --port $(PORT)
+
+tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to DIR
+	$(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
+
+clean:
+	rm -rf $(VENV) $(KVENV) cdk.out .pytest_cache

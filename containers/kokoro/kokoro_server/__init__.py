@@ -1,0 +1,1 @@
+"""Kokoro-82M behind SageMaker's real-time contract: /ping, /invocations, bidirectional WebSocket."""

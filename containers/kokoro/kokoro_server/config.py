@@ -1,0 +1,71 @@
+"""Server settings, read from the environment in one place so every knob is documented here."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from voicestream.protocol import MAX_TEXT_CHARS
+
+SAGEMAKER_MODEL_DIR = Path("/opt/ml/model")
+
+
+class ConfigError(ValueError):
+    """A setting the server cannot start with; the message names the variable."""
+
+
+def _int(env: dict[str, str], name: str, default: int, *, minimum: int = 1) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}: expected an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ConfigError(f"{name}: must be at least {minimum}, got {value}")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything the server needs to start. ``from_env`` documents each variable."""
+
+    model_dir: Path
+    engine: str | None = None  # None: whatever the model directory holds
+    device: str | None = None  # None: cuda when available, else cpu
+    default_voice: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 8080
+    max_sessions: int = 64
+    max_text_chars: int = MAX_TEXT_CHARS
+    max_queued_utterances: int = 64
+    warmup: bool = True
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        model_dir = env.get("KOKORO_MODEL_DIR") or (
+            str(SAGEMAKER_MODEL_DIR) if SAGEMAKER_MODEL_DIR.exists() else ""
+        )
+        if not model_dir:
+            raise ConfigError(
+                "KOKORO_MODEL_DIR: not set and /opt/ml/model does not exist; point it at a model "
+                "directory (`make tiny-model DIR=models/tiny` writes a small one)"
+            )
+        engine = env.get("KOKORO_ENGINE") or None
+        if engine not in (None, "torch", "onnx"):
+            raise ConfigError(f"KOKORO_ENGINE: expected torch or onnx, got {engine!r}")
+        return cls(
+            model_dir=Path(model_dir),
+            engine=engine,
+            device=env.get("KOKORO_DEVICE") or None,
+            default_voice=env.get("KOKORO_DEFAULT_VOICE") or None,
+            host=env.get("KOKORO_HOST", "127.0.0.1"),
+            port=_int(env, "PORT", 8080),
+            max_sessions=_int(env, "KOKORO_MAX_SESSIONS", 64),
+            max_text_chars=min(_int(env, "KOKORO_MAX_TEXT_CHARS", MAX_TEXT_CHARS), MAX_TEXT_CHARS),
+            max_queued_utterances=_int(env, "KOKORO_MAX_QUEUED_UTTERANCES", 64),
+            warmup=env.get("KOKORO_WARMUP", "1") not in ("0", "false", "no"),
+        )

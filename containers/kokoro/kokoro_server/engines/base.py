@@ -1,0 +1,38 @@
+"""What every engine offers: phonemes, a style vector and a speed in; 24 kHz mono audio out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+SAMPLE_RATE = 24_000
+MAX_PHONEMES = 510  # Kokoro's context is 512 tokens including the two pad tokens
+
+
+class EngineError(RuntimeError):
+    """Synthesis failed for one input; the server reports it and keeps serving."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Synthesis:
+    """One synthesized phoneme chunk. ``durations`` holds frames per input token where known."""
+
+    audio: np.ndarray  # float32, mono, SAMPLE_RATE
+    durations: np.ndarray | None = None
+
+    @property
+    def seconds(self) -> float:
+        return len(self.audio) / SAMPLE_RATE
+
+
+class Engine(Protocol):
+    """A loaded Kokoro model. ``synthesize`` is called from one worker thread at a time."""
+
+    name: str
+    device: str
+
+    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+        """``phonemes``: at most MAX_PHONEMES; ``style``: float32 [1, 256] from the voice pack."""
+        ...

@@ -1,0 +1,99 @@
+"""The torch engine: kokoro's own ``KModel``, loaded strictly from the model directory.
+
+kokoro 0.9.4 retries a failed ``load_state_dict`` with ``strict=False`` and only logs at debug
+level, so a wrong or truncated checkpoint would load partly and speak noise. We build the
+architecture from config.json with an empty checkpoint, then load every component ourselves with
+``strict=True`` and report missing, unexpected or mis-shaped keys by name.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+from pathlib import Path
+
+import numpy as np
+import torch
+from kokoro import KModel
+
+from ..model_dir import ModelDir, ModelDirError
+from .base import MAX_PHONEMES, EngineError, Synthesis
+
+COMPONENTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
+REPO_ID = "hexgrad/Kokoro-82M"  # only names the architecture; nothing is downloaded
+
+
+def pick_device(requested: str | None) -> str:
+    if requested:
+        return requested
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def build_kmodel(config: dict, *, disable_complex: bool = False) -> KModel:
+    """KModel with the architecture of ``config`` and untrained weights, never touching the hub."""
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = Path(tmp) / "empty.pth"
+        torch.save({}, empty)
+        return KModel(repo_id=REPO_ID, config=config, model=str(empty), disable_complex=disable_complex)
+
+
+def load_checkpoint_strictly(kmodel: KModel, path: Path) -> None:
+    """Load all five components from ``path`` or raise ModelDirError naming what does not fit."""
+    try:
+        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as exc:
+        raise ModelDirError(f"{path}: cannot read checkpoint ({type(exc).__name__}: {exc})") from None
+    if not isinstance(checkpoint, dict):
+        raise ModelDirError(f"{path}: expected a dict of state dicts, got {type(checkpoint).__name__}")
+    missing = [c for c in COMPONENTS if c not in checkpoint]
+    unexpected = [c for c in checkpoint if c not in COMPONENTS]
+    if missing or unexpected:
+        raise ModelDirError(f"{path}: components missing {missing}, unexpected {unexpected}")
+    for name in COMPONENTS:
+        state = checkpoint[name]
+        if state and all(key.startswith("module.") for key in state):
+            state = {key[len("module."):]: value for key, value in state.items()}  # DataParallel
+        module: torch.nn.Module = getattr(kmodel, name)
+        expected = module.state_dict()
+        lacking = sorted(set(expected) - set(state))
+        extra = sorted(set(state) - set(expected))
+        if lacking or extra:
+            raise ModelDirError(
+                f"{path}: component {name!r} does not match config.json: "
+                f"{len(lacking)} missing keys {lacking[:3]}, {len(extra)} unexpected keys {extra[:3]}"
+            )
+        for key, tensor in state.items():
+            if tuple(tensor.shape) != tuple(expected[key].shape):
+                raise ModelDirError(
+                    f"{path}: {name}.{key} has shape {tuple(tensor.shape)}, config.json implies "
+                    f"{tuple(expected[key].shape)}"
+                )
+        module.load_state_dict(state, strict=True)
+
+
+class TorchEngine:
+    """Kokoro on torch: CUDA on ml.g5 (A10G), CPU elsewhere."""
+
+    name = "torch"
+
+    def __init__(self, *, model: ModelDir, device: str | None = None) -> None:
+        self.device = pick_device(device)
+        if self.device == "cpu":
+            torch.set_flush_denormal(True)  # denormals in the vocoder cost 30-50% on CPU
+        kmodel = build_kmodel(model.config)
+        load_checkpoint_strictly(kmodel, model.weights)
+        self._model = kmodel.to(self.device).eval()
+        self._lock = threading.Lock()  # one forward at a time, whatever thread calls
+
+    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+        if not phonemes or len(phonemes) > MAX_PHONEMES:
+            raise EngineError(f"phonemes: length {len(phonemes)} is outside 1..{MAX_PHONEMES}")
+        ref_s = torch.from_numpy(np.ascontiguousarray(style, dtype=np.float32)).reshape(1, -1)
+        try:
+            with self._lock, torch.inference_mode():
+                output = self._model(phonemes, ref_s, speed=speed, return_output=True)
+        except Exception as exc:
+            raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
+        audio = output.audio.detach().to(torch.float32).numpy().reshape(-1)
+        durations = None if output.pred_dur is None else output.pred_dur.numpy().reshape(-1)
+        return Synthesis(audio=np.ascontiguousarray(audio), durations=durations)

@@ -1,0 +1,104 @@
+"""``POST /invocations``: one text in, its audio streamed out as it is made.
+
+The text is cut into sentences so the first sentence's audio leaves before the rest is
+synthesized. ``transport: "binary"`` streams the encoded audio bytes (one encoder for the whole
+response, flushed at the end); ``transport: "sse"`` streams Server-Sent Events with base64 audio
+and ``start`` / ``end`` / ``error`` events. Errors found before the first byte are HTTP 4xx with a
+JSON body naming the field; an error after it is an SSE ``error`` event, or for raw bytes an
+aborted body (HTTP has no way to take a 200 back).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from voicestream.protocol import MAX_TEXT_CHARS, ProtocolError, SynthesisRequest, parse_request
+
+from .audio import CONTENT_TYPES, StreamEncoder, validate_format
+from .synth import Synthesizer
+
+log = logging.getLogger(__name__)
+
+# The JSON body may escape every character (\\uXXXX: 6 bytes) plus the other fields.
+MAX_BODY_BYTES = MAX_TEXT_CHARS * 6 + 4096
+
+
+def error_response(exc: ProtocolError, status: int = 400) -> JSONResponse:
+    return JSONResponse({"error": {k: v for k, v in exc.to_dict().items() if k != "type"}}, status_code=status)
+
+
+async def invocations(request: Request) -> Response:
+    synth: Synthesizer = request.app.state.synth
+    body = await request.body()
+    if len(body) > MAX_BODY_BYTES:
+        return error_response(
+            ProtocolError("body_too_large", f"request body of {len(body)} bytes is over {MAX_BODY_BYTES}"), 413
+        )
+    try:
+        req = parse_request(body)
+        voice = synth.resolve_voice(req.voice)
+        validate_format(req.format, req.sample_rate)
+    except ProtocolError as exc:
+        return error_response(exc)
+    except ValueError as exc:  # validate_format names the field first: "sample_rate: ..."
+        name = str(exc).split(":", 1)[0]
+        return error_response(ProtocolError("invalid_field", str(exc), field=name))
+    request_id = request.headers.get("x-amzn-requestid") or uuid.uuid4().hex
+    headers = {"X-Request-Id": request_id, "X-Audio-Format": req.format, "X-Audio-Sample-Rate": str(req.sample_rate)}
+    if req.transport == "sse":
+        return StreamingResponse(_sse(synth, req, voice, request_id), media_type="text/event-stream",
+                                 headers={**headers, "Cache-Control": "no-cache"})
+    return StreamingResponse(_binary(synth, req, voice), media_type=CONTENT_TYPES[req.format], headers=headers)
+
+
+async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[tuple[bytes, float, float]]:
+    """Encoded audio as it is made: (bytes, seconds of audio, seconds on the model)."""
+    owner = object()
+    encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
+    speech = synth.speech(owner=owner, text=req.text, voice=voice, speed=req.speed)
+    try:
+        async for chunk in speech:
+            yield encoder.encode(chunk.synthesis.audio), chunk.synthesis.seconds, chunk.synthesis_s
+        yield encoder.finish(), 0.0, 0.0
+    finally:  # the client left or the stream ended: free the model now
+        speech.cancel()
+        synth.scheduler.cancel_owner(owner)
+
+
+async def _binary(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
+    async for data, _, _ in _audio(synth, req, voice):
+        if data:
+            yield data
+
+
+def _event(name: str, payload: dict) -> bytes:
+    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id: str) -> AsyncIterator[bytes]:
+    started = time.perf_counter()
+    yield _event("start", {"id": request_id, "voice": voice, "format": req.format, "sample_rate": req.sample_rate})
+    audio_s = synthesis_s = 0.0
+    index = 0
+    try:
+        async for data, seconds, spent in _audio(synth, req, voice):
+            audio_s += seconds
+            synthesis_s += spent
+            if data:
+                yield _event("audio", {"index": index, "audio": base64.b64encode(data).decode("ascii")})
+                index += 1
+    except Exception as exc:
+        log.exception("request %s failed", request_id)
+        yield _event("error", {"code": "synthesis_failed", "message": f"{type(exc).__name__}: {exc}"})
+        return
+    yield _event("end", {
+        "id": request_id, "chunks": index, "audio_ms": round(audio_s * 1000),
+        "synthesis_ms": round(synthesis_s * 1000), "elapsed_ms": round((time.perf_counter() - started) * 1000),
+    })
