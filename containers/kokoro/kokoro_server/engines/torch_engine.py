@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -71,6 +72,11 @@ def load_checkpoint_strictly(kmodel: KModel, path: Path) -> None:
         module.load_state_dict(state, strict=True)
 
 
+def _seed(phonemes: str, speed: float) -> int:
+    """Kokoro's vocoder draws noise; seeding by input makes the same request give the same samples."""
+    return zlib.crc32(f"{speed:.4f}|{phonemes}".encode())
+
+
 class TorchEngine:
     """Kokoro on torch: CUDA on ml.g5 (A10G), CPU elsewhere."""
 
@@ -91,6 +97,7 @@ class TorchEngine:
         ref_s = torch.from_numpy(np.ascontiguousarray(style, dtype=np.float32)).reshape(1, -1)
         try:
             with self._lock, torch.inference_mode():
+                torch.manual_seed(_seed(phonemes, speed))
                 output = self._model(phonemes, ref_s, speed=speed, return_output=True)
         except Exception as exc:
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
