@@ -1,0 +1,26 @@
+"""Settings come from the environment; a bad value names its variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from kokoro_server.config import ConfigError, Settings
+
+pytestmark = pytest.mark.kokoro
+
+
+def test_defaults_and_overrides(tmp_path) -> None:
+    settings = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "PORT": "9000", "KOKORO_ENGINE": "onnx"})
+    assert (settings.model_dir, settings.port, settings.engine, settings.host) == (tmp_path, 9000, "onnx", "127.0.0.1")
+
+
+@pytest.mark.parametrize(("env", "variable"), [
+    ({}, "KOKORO_MODEL_DIR"),
+    ({"KOKORO_MODEL_DIR": "/x", "PORT": "eighty"}, "PORT"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_MAX_SESSIONS": "0"}, "KOKORO_MAX_SESSIONS"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_ENGINE": "tensorflow"}, "KOKORO_ENGINE"),
+])
+def test_bad_settings_name_the_variable(env: dict[str, str], variable: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        Settings.from_env(env)
+    assert str(error.value).startswith(f"{variable}:")

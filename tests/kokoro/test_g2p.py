@@ -1,0 +1,36 @@
+"""English G2P runs offline: misaki with spaCy's model under its canonical name, espeak for OOV."""
+
+from __future__ import annotations
+
+import pytest
+
+from kokoro_server.g2p import Phonemizer, language_of
+
+pytestmark = pytest.mark.kokoro
+
+
+@pytest.fixture(scope="module")
+def phonemizer() -> Phonemizer:
+    return Phonemizer()
+
+
+def test_english_text_becomes_phonemes(phonemizer: Phonemizer) -> None:
+    chunks = phonemizer.phonemize("Dr. Smith paid $3.50 for coffee.", voice="af_heart")
+    assert len(chunks) == 1
+    assert "dˈɑktəɹ" in chunks[0] and "sˈɛnts" in chunks[0]  # "Doctor", "cents": numbers are read
+
+
+def test_unknown_words_fall_back_to_espeak(phonemizer: Phonemizer) -> None:
+    (chunk,) = phonemizer.phonemize("Zorbleflax.", voice="af_heart")
+    assert len(chunk) > 4
+
+
+def test_long_text_is_cut_within_the_model_window(phonemizer: Phonemizer) -> None:
+    text = ", ".join(["the quick brown fox jumps over the lazy dog"] * 20) + "."
+    chunks = phonemizer.phonemize(text, voice="am_michael")
+    assert len(chunks) > 1 and all(0 < len(c) <= 510 for c in chunks)
+
+
+@pytest.mark.parametrize(("voice", "lang"), [("af_heart", "a"), ("bf_emma", "b"), ("jf_alpha", "a"), ("x", "a")])
+def test_language_follows_the_voice_prefix(voice: str, lang: str) -> None:
+    assert language_of(voice) == lang
