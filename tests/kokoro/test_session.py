@@ -234,3 +234,23 @@ def test_each_utterance_is_a_decodable_stream_in_the_session_format(server, fmt)
         samples = sum(frame.samples for frame in container.decode(audio=0))
         rate = container.streams.audio[0].rate
     assert samples / rate == pytest.approx(events[-1]["audio_ms"] / 1000, abs=0.15)
+
+
+def test_websocket_pings_are_answered_and_connecting_does_not_wait_for_the_model(server) -> None:
+    paragraph = " ".join(f"Busy sentence {n} keeps the model working." for n in range(8))
+
+    async def scenario() -> list[str]:
+        order: list[str] = []
+        async with connect(server.ws) as busy:
+            await send(busy, {"type": "speak", "id": "busy", "text": paragraph})
+            await collect(busy, lambda e: e["type"] == "audio")
+            async with connect(server.ws) as fresh:  # handshake while the model is busy
+                order.append("connected")
+                pong_waiter = await fresh.ping()
+                await asyncio.wait_for(pong_waiter, 10)
+                order.append("pong")
+            await collect(busy, of_type("utterance_end"), log=None)
+            order.append("busy-finished")
+        return order
+
+    assert run(scenario()) == ["connected", "pong", "busy-finished"]
