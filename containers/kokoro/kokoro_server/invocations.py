@@ -21,7 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from voicestream.protocol import MAX_TEXT_CHARS, ProtocolError, SynthesisRequest, parse_request
 
-from .audio import CONTENT_TYPES, StreamEncoder, validate_format
+from .audio import CONTENT_TYPES, StreamEncoder, encode_off_loop, validate_format
 from .synth import Synthesizer
 
 log = logging.getLogger(__name__)
@@ -63,11 +63,15 @@ async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> Async
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
     speech = synth.speech(owner=owner, text=req.text, voice=voice, speed=req.speed)
+    finished = False
     try:
         async for chunk in speech:
-            yield encoder.encode(chunk.synthesis.audio), chunk.synthesis.seconds, chunk.synthesis_s
+            yield await encode_off_loop(encoder, chunk.synthesis.audio), chunk.synthesis.seconds, chunk.synthesis_s
+        finished = True
         yield encoder.finish(), 0.0, 0.0
     finally:  # the client left or the stream ended: free the model now
+        if not finished:
+            encoder.close()
         speech.cancel()
         synth.scheduler.cancel_owner(owner)
 

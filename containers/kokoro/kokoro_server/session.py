@@ -18,11 +18,11 @@ from typing import Any
 from starlette.websockets import WebSocket, WebSocketDisconnect
 from voicestream.chunker import IncrementalSentenceChunker
 from voicestream.protocol import (
-    MAX_FRAME_BYTES, NATIVE_SAMPLE_RATE, PROTOCOL_VERSION, Cancel, Close, Configure, Delta, Flush, Ping, ProtocolError,
+    MAX_FRAME_BYTES, PROTOCOL_VERSION, Cancel, Close, Configure, Delta, Flush, Ping, ProtocolError,
     SessionSettings, Speak, parse_client_message,
 )
 
-from .audio import StreamEncoder, validate_format
+from .audio import StreamEncoder, encode_off_loop, validate_format
 from .config import Settings
 from .synth import Speech, Synthesizer
 
@@ -258,14 +258,16 @@ class Session:
                     return
                 audio_s += chunk.synthesis.seconds
                 synthesis_s += chunk.synthesis_s
-                sent += await self._send_audio(utt.gen, await _encode(encoder, settings, chunk.synthesis.audio))
+                sent += await self._send_audio(utt.gen, await encode_off_loop(encoder, chunk.synthesis.audio))
             sent += await self._send_audio(utt.gen, encoder.finish())
         except asyncio.CancelledError:
+            encoder.close()
             task = asyncio.current_task()
             if task is not None and task.cancelling():
                 raise
             return  # this utterance was cancelled; the reader already said so
         except Exception as exc:
+            encoder.close()
             log.exception("utterance %s failed", utt.id)
             self._open.pop(utt.id, None)
             await self._emit(utt.gen, {
@@ -312,8 +314,3 @@ class Session:
             finally:
                 self._outbox.task_done()
 
-
-async def _encode(encoder: StreamEncoder, settings: SessionSettings, audio: Any) -> bytes:
-    if settings.format in ("pcm", "wav") and settings.sample_rate == NATIVE_SAMPLE_RATE:
-        return encoder.encode(audio)  # a numpy conversion: cheaper than a thread hop
-    return await asyncio.to_thread(encoder.encode, audio)
