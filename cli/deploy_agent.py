@@ -1,0 +1,215 @@
+"""`deploy-agent`: deploy, diff, inspect and tear down the Strands voice agent on AgentCore Runtime."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from cli.aws import (
+    AwsTarget,
+    CliError,
+    caller_identity,
+    cli_errors,
+    get_stack,
+    make_target,
+    require_outputs,
+    stack_outputs,
+)
+from cli.cdk import ToolCheck, cdk_deploy, check_node, context_args, run_cdk
+from cli.options import BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes
+from cli.preflight import run_preflight
+from cli.progress import Steps, confirm, err_console, out_console, poll_until
+from cli.stacks import AGENT_STACK, ALL_STACKS, ENDPOINT_STACK, FOUNDATION_STACK
+from cli.status import NOT_FOUND, UNAVAILABLE, endpoint_report, render_report, runtime_report, stack_report
+from cli.teardown import plan_teardown, render_plan, run_teardown
+
+app = typer.Typer(
+    name="deploy-agent",
+    help="Deploy and manage the Kokoro voice agent on Amazon Bedrock AgentCore Runtime.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+HEALTHY = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE"}
+RUNTIME_DONE = {"READY"}
+RUNTIME_FAILED = {"CREATE_FAILED", "UPDATE_FAILED", "DELETING", NOT_FOUND}
+STATUS_STACKS = (FOUNDATION_STACK, ENDPOINT_STACK, AGENT_STACK)
+
+
+def tts_prerequisites(*, target: AwsTarget) -> tuple[ToolCheck, str | None]:
+    """The agent needs the foundation (its role) and the TTS endpoint; returns the endpoint name."""
+    hint = "Deploy the TTS side first: `deploy-tts deploy` (same --region/--profile)."
+    cfn = target.client("cloudformation")
+    for name in (FOUNDATION_STACK, ENDPOINT_STACK):
+        stack = get_stack(cfn, name)
+        if stack is None:
+            return ToolCheck("TTS stacks", False, f"{name} is not deployed", hint), None
+        if stack["StackStatus"] not in HEALTHY:
+            return ToolCheck("TTS stacks", False, f"{name} is {stack['StackStatus']}", hint), None
+    outputs = stack_outputs(get_stack(cfn, ENDPOINT_STACK))
+    endpoint = outputs.get("EndpointName")
+    if not endpoint:
+        return ToolCheck("TTS stacks", False, f"{ENDPOINT_STACK} has no EndpointName output", hint), None
+    report = endpoint_report(target=target, name=endpoint)
+    if report["status"] != "InService":
+        return (
+            ToolCheck(
+                "TTS endpoint",
+                False,
+                f"endpoint {endpoint} is {report['status']}",
+                "Wait until `deploy-tts status` shows InService, or redeploy with `deploy-tts deploy`.",
+            ),
+            None,
+        )
+    return ToolCheck("TTS endpoint", True, f"{endpoint} InService"), endpoint
+
+
+def wait_for_runtime(*, target: AwsTarget, outputs: dict[str, str], timeout_s: float, interval_s: float = 10) -> dict[str, Any]:
+    """Poll the runtime until READY; when the AgentCore API is not reachable, say so and stop."""
+    result = poll_until(
+        fetch=lambda: runtime_report(target=target, outputs=outputs),
+        is_done=lambda r: r["status"] in RUNTIME_DONE | RUNTIME_FAILED | {UNAVAILABLE},
+        describe=lambda r: f"Agent runtime [bold]{outputs.get('RuntimeName')}[/]: {r['status']}",
+        timeout_s=timeout_s,
+        interval_s=interval_s,
+    )
+    report = result.value
+    if report["status"] == UNAVAILABLE:
+        err_console().print(
+            f"[yellow]Runtime status not available:[/] {report.get('detail')}. "
+            "CloudFormation reported the stack complete; not waiting further."
+        )
+    elif report["status"] in RUNTIME_FAILED:
+        raise CliError(
+            f"Agent runtime is {report['status']}: {report.get('failure_reason') or report.get('detail') or 'no reason given'}."
+        )
+    elif not result.finished:
+        raise CliError(
+            f"Agent runtime is still {report['status']} after {int(result.elapsed_s)}s.",
+            hint="Check later with `deploy-agent status`, or raise --wait-timeout.",
+        )
+    return report
+
+
+def _target_flags(region: str | None, profile: str | None) -> str:
+    return (f" --region {region}" if region else "") + (f" --profile {profile}" if profile else "")
+
+
+def _registered(name: str) -> bool:
+    return any((c.name or getattr(c.callback, "__name__", "")) == name for c in app.registered_commands)
+
+
+@app.command()
+def deploy(
+    bedrock_model_id: BedrockModelId = None,
+    yes: Yes = False,
+    wait_timeout: WaitTimeout = 1800,
+    region: Region = None,
+    profile: Profile = None,
+) -> None:
+    """Deploy the KokoroAgentRuntime stack (needs the TTS stacks) and wait for the runtime to be READY."""
+    with cli_errors():
+        target = make_target(profile=profile, region=region)
+        # Credentials first, so a missing login is reported as such and not as missing stacks.
+        caller_identity(target)
+        prereq, endpoint = tts_prerequisites(target=target)
+        ident = run_preflight(target=target, extra=[prereq])
+        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": bedrock_model_id}
+        err_console().print(
+            f"Deploying {AGENT_STACK} to account [bold]{ident['account']}[/] in [bold]{target.region}[/]\n  "
+            + " ".join(context_args(context))
+        )
+        if not yes and not confirm("Continue?"):
+            raise CliError("Aborted: nothing was deployed.", hint="Pass --yes to skip the question.")
+        steps = Steps(total=2)
+        with steps.step(f"Deploy {AGENT_STACK}"):
+            cdk_deploy(target=target, stack=AGENT_STACK, context=context)
+        with steps.step("Wait for the agent runtime to be READY"):
+            outputs = stack_outputs(get_stack(target.client("cloudformation"), AGENT_STACK))
+            require_outputs(AGENT_STACK, outputs, "RuntimeArn", "RuntimeId")
+            wait_for_runtime(target=target, outputs=outputs, timeout_s=wait_timeout)
+        flags = _target_flags(region, profile)
+        out = out_console()
+        out.print(f"[green]Agent runtime {outputs.get('RuntimeName') or outputs['RuntimeId']} deployed[/] (total {steps.elapsed()}).")
+        out.print(f"  RuntimeArn: {outputs['RuntimeArn']}")
+        out.print(f"Next: deploy-agent status{flags}")
+        if _registered("chat"):
+            out.print(f"      deploy-agent chat --help{flags}")
+
+
+@app.command()
+def diff(
+    bedrock_model_id: BedrockModelId = None,
+    fail: Annotated[bool, typer.Option("--fail", help="Exit non-zero when there are differences.")] = False,
+    region: Region = None,
+    profile: Profile = None,
+) -> None:
+    """Show `cdk diff` of the KokoroAgentRuntime stack (exit code of cdk)."""
+    with cli_errors():
+        target = make_target(profile=profile, region=region)
+        caller_identity(target)
+        node = check_node()
+        if not node.ok:
+            raise CliError(node.detail, hint=node.hint)
+        endpoint = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK)).get("EndpointName")
+        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": bedrock_model_id}
+        code = run_cdk(
+            target=target,
+            args=["diff", AGENT_STACK, *context_args(context), *(["--fail"] if fail else [])],
+        )
+    raise typer.Exit(code=code)
+
+
+@app.command()
+def status(as_json: JsonOutput = False, region: Region = None, profile: Profile = None) -> None:
+    """Report the agent stack, the AgentCore runtime status, and the TTS stacks it depends on."""
+    with cli_errors():
+        target = make_target(profile=profile, region=region)
+        ident = caller_identity(target)
+        stacks = stack_report(target=target, names=STATUS_STACKS)
+        outputs = {row["name"]: row["outputs"] for row in stacks}
+        report: dict[str, Any] = {"account": ident["account"], "region": target.region, "stacks": stacks}
+        endpoint = outputs[ENDPOINT_STACK].get("EndpointName")
+        if endpoint:
+            report["endpoint"] = endpoint_report(target=target, name=endpoint)
+        report["runtime"] = runtime_report(target=target, outputs=outputs[AGENT_STACK])
+        render_report(report, as_json=as_json)
+
+
+@app.command()
+def teardown(
+    delete_images: Annotated[
+        bool, typer.Option("--delete-images", help="Also delete the agent's CDK asset image(s) from ECR.")
+    ] = False,
+    yes: Yes = False,
+    wait_timeout: WaitTimeout = 1800,
+    region: Region = None,
+    profile: Profile = None,
+) -> None:
+    """Delete the KokoroAgentRuntime stack (the TTS stacks are left to `deploy-tts teardown`)."""
+    with cli_errors():
+        target = make_target(profile=profile, region=region)
+        caller_identity(target)
+        plan = plan_teardown(
+            target=target,
+            delete_order=[AGENT_STACK],
+            empty_buckets_of=[],
+            app_stacks=list(ALL_STACKS),
+            with_images=delete_images,
+        )
+        render_plan(plan, with_images=delete_images)
+        run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else confirm, timeout_s=wait_timeout)
+
+
+# --- Commands defined in their own modules -----------------------------------------------
+# Register commands written elsewhere here, one import and one line each, e.g.
+#     from cli.agent_chat import chat
+#     app.command("chat")(chat)
+# `deploy` then suggests `deploy-agent chat` automatically once it is registered.
+
+
+def main() -> None:
+    """Console-script entry point (pyproject: deploy-agent = "cli.deploy_agent:main")."""
+    app()

@@ -1,0 +1,312 @@
+"""`deploy-tts`: deploy, diff, inspect and tear down the Kokoro TTS SageMaker endpoint."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cli.aws import (
+    AwsTarget,
+    CliError,
+    caller_identity,
+    cli_errors,
+    get_stack,
+    make_target,
+    require_outputs,
+    stack_outputs,
+)
+from cli.cdk import ToolCheck, cdk_deploy, check_node, context_args, run_cdk
+from cli.model_cache import sync_model_cache
+from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
+from cli.options import (
+    DEFAULT_ENDPOINT_NAME,
+    DEFAULT_INSTANCE_TYPE,
+    DEFAULT_REVISION,
+    EndpointName,
+    Engine,
+    EngineOpt,
+    InstanceType,
+    JsonOutput,
+    MaxInstances,
+    MinInstances,
+    ModelRevision,
+    Profile,
+    Region,
+    WaitTimeout,
+    Yes,
+)
+from cli.preflight import run_preflight
+from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
+from cli.stacks import AGENT_STACK, ENDPOINT_STACK, FOUNDATION_STACK, MODEL_CACHE_STACK, TTS_STACKS
+from cli.status import NOT_FOUND, endpoint_report, render_report, stack_report, cache_report
+from cli.teardown import plan_teardown, render_plan, run_teardown
+
+app = typer.Typer(
+    name="deploy-tts",
+    help="Deploy and manage the Kokoro-82M TTS endpoint on Amazon SageMaker.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+ModelDir = Annotated[
+    Path | None,
+    typer.Option(
+        "--model-dir",
+        help="Upload the model from this local directory (config.json, kokoro-v1_0.pth, voices/*.pt) "
+        "instead of downloading it from Hugging Face.",
+    ),
+]
+ENDPOINT_DONE = {"InService"}
+ENDPOINT_FAILED = {"Failed", "OutOfService", "Deleting", "UpdateRollbackFailed"}
+
+
+def tts_context(
+    *,
+    instance_type: str,
+    engine: Engine,
+    endpoint_name: str,
+    min_instances: int | None,
+    max_instances: int | None,
+    model_revision: str,
+) -> dict[str, str | int | None]:
+    """CDK context for the TTS stacks (validated here, so CDK never sees nonsense)."""
+    if not instance_type.startswith("ml."):
+        raise CliError(f"--instance-type {instance_type!r} is not a SageMaker type.", hint="Use e.g. ml.g5.xlarge.")
+    if min_instances is not None and max_instances is not None and min_instances > max_instances:
+        raise CliError(f"--min-instances {min_instances} is larger than --max-instances {max_instances}.")
+    return {
+        "instanceType": instance_type,
+        "engine": engine.value,
+        "endpointName": endpoint_name,
+        "minInstances": min_instances,
+        "maxInstances": max_instances,
+        "modelRevision": model_revision,
+    }
+
+
+def _model_source_check(source: ModelSource) -> ToolCheck:
+    """A local model dir is read before anything is deployed; Hugging Face is reached during the sync."""
+    if isinstance(source, HuggingFaceSource):
+        return ToolCheck("model source", True, source.label)
+    try:
+        files = source.list_files()
+    except CliError as exc:
+        return ToolCheck("model source", False, exc.message, "Pass --model-dir pointing at the model directory.")
+    names = {f.path for f in files}
+    if "config.json" not in names or not any(n.endswith(".pth") for n in names):
+        return ToolCheck(
+            "model source",
+            False,
+            f"{source.label} lacks config.json or kokoro-v1_0.pth",
+            "The directory must hold config.json, kokoro-v1_0.pth and voices/*.pt.",
+        )
+    return ToolCheck("model source", True, f"{source.label} ({len(files)} files)")
+
+
+def wait_for_endpoint(*, target: AwsTarget, name: str, timeout_s: float, interval_s: float = 15) -> dict[str, Any]:
+    """Poll the endpoint until InService (or a failure state) with a live status line."""
+    result = poll_until(
+        fetch=lambda: endpoint_report(target=target, name=name),
+        is_done=lambda r: r["status"] in ENDPOINT_DONE | ENDPOINT_FAILED | {NOT_FOUND},
+        describe=lambda r: f"Endpoint [bold]{name}[/]: {r['status']}",
+        timeout_s=timeout_s,
+        interval_s=interval_s,
+    )
+    report = result.value
+    if report["status"] == NOT_FOUND:
+        raise CliError(f"Endpoint {name} does not exist although {ENDPOINT_STACK} deployed.")
+    if report["status"] in ENDPOINT_FAILED:
+        raise CliError(
+            f"Endpoint {name} is {report['status']}: {report.get('failure_reason') or 'no reason given'}.",
+            hint="See the endpoint's CloudWatch logs (/aws/sagemaker/Endpoints/" + name + ").",
+        )
+    if not result.finished:
+        raise CliError(
+            f"Endpoint {name} is still {report['status']} after {int(result.elapsed_s)}s.",
+            hint="It keeps going in the background; check with `deploy-tts status`, or raise --wait-timeout.",
+        )
+    return report
+
+
+def _target_flags(region: str | None, profile: str | None) -> str:
+    return (f" --region {region}" if region else "") + (f" --profile {profile}" if profile else "")
+
+
+def _registered(name: str) -> bool:
+    return any((c.name or getattr(c.callback, "__name__", "")) == name for c in app.registered_commands)
+
+
+@app.command()
+def deploy(
+    instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
+    engine: EngineOpt = Engine.torch,
+    endpoint_name: EndpointName = DEFAULT_ENDPOINT_NAME,
+    min_instances: MinInstances = None,
+    max_instances: MaxInstances = None,
+    model_dir: ModelDir = None,
+    model_revision: ModelRevision = DEFAULT_REVISION,
+    yes: Yes = False,
+    wait_timeout: WaitTimeout = 3600,
+    region: Region = None,
+    profile: Profile = None,
+) -> None:
+    """Deploy Foundation, ModelCache (then sync the model into it) and Endpoint, then wait for InService."""
+    with cli_errors():
+        context = tts_context(
+            instance_type=instance_type,
+            engine=engine,
+            endpoint_name=endpoint_name,
+            min_instances=min_instances,
+            max_instances=max_instances,
+            model_revision=model_revision,
+        )
+        target = make_target(profile=profile, region=region)
+        source: ModelSource = (
+            LocalDirSource(model_dir) if model_dir else HuggingFaceSource(MODEL_REPO_ID, model_revision)
+        )
+        ident = run_preflight(target=target, extra=[_model_source_check(source)])
+        console = err_console()
+        console.print(
+            f"Deploying to account [bold]{ident['account']}[/] in [bold]{target.region}[/]: "
+            f"{', '.join(TTS_STACKS)}\n  " + " ".join(context_args(context))
+        )
+        if not yes and not confirm("Continue?"):
+            raise CliError("Aborted: nothing was deployed.", hint="Pass --yes to skip the question.")
+        steps = Steps(total=5)
+        with steps.step(f"Deploy {FOUNDATION_STACK}"):
+            cdk_deploy(target=target, stack=FOUNDATION_STACK, context=context)
+        with steps.step(f"Deploy {MODEL_CACHE_STACK}"):
+            cdk_deploy(target=target, stack=MODEL_CACHE_STACK, context=context)
+        with steps.step(f"Sync model files from {source.label}"):
+            cache = stack_outputs(get_stack(target.client("cloudformation"), MODEL_CACHE_STACK))
+            require_outputs(MODEL_CACHE_STACK, cache, "BucketName", "ModelPrefix")
+            with byte_progress(console) as progress:
+                result = sync_model_cache(
+                    s3=target.client("s3"),
+                    bucket=cache["BucketName"],
+                    prefix=cache["ModelPrefix"],
+                    source=source,
+                    revision=model_revision,
+                    progress=progress,
+                )
+            console.print(f"Model cache s3://{result.bucket}/{result.prefix}: {result.summary}")
+        with steps.step(f"Deploy {ENDPOINT_STACK}"):
+            cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
+        with steps.step("Wait for the endpoint to be InService"):
+            outputs = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK))
+            require_outputs(ENDPOINT_STACK, outputs, "EndpointName")
+            wait_for_endpoint(target=target, name=outputs["EndpointName"], timeout_s=wait_timeout)
+        flags = _target_flags(region, profile)
+        out = out_console()
+        out.print(f"[green]Endpoint {outputs['EndpointName']} is InService[/] (total {steps.elapsed()}).")
+        out.print(f"Next: deploy-tts status{flags}")
+        if _registered("say"):
+            out.print(f"      deploy-tts say --help{flags}")
+        out.print(f"      deploy-agent deploy{flags}   (the voice agent that speaks through this endpoint)")
+
+
+@app.command()
+def diff(
+    instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
+    engine: EngineOpt = Engine.torch,
+    endpoint_name: EndpointName = DEFAULT_ENDPOINT_NAME,
+    min_instances: MinInstances = None,
+    max_instances: MaxInstances = None,
+    model_revision: ModelRevision = DEFAULT_REVISION,
+    fail: Annotated[bool, typer.Option("--fail", help="Exit non-zero when there are differences.")] = False,
+    region: Region = None,
+    profile: Profile = None,
+) -> None:
+    """Show `cdk diff` of the three TTS stacks against what is deployed (exit code of cdk)."""
+    with cli_errors():
+        context = tts_context(
+            instance_type=instance_type,
+            engine=engine,
+            endpoint_name=endpoint_name,
+            min_instances=min_instances,
+            max_instances=max_instances,
+            model_revision=model_revision,
+        )
+        target = make_target(profile=profile, region=region)
+        caller_identity(target)
+        node = check_node()
+        if not node.ok:
+            raise CliError(node.detail, hint=node.hint)
+        code = run_cdk(
+            target=target,
+            args=["diff", *TTS_STACKS, *context_args(context), *(["--fail"] if fail else [])],
+        )
+    raise typer.Exit(code=code)
+
+
+@app.command()
+def status(
+    endpoint_name: Annotated[
+        str | None,
+        typer.Option("--endpoint-name", help="Endpoint to describe (default: the Endpoint stack's output, else kokoro-tts)."),
+    ] = None,
+    as_json: JsonOutput = False,
+    region: Region = None,
+    profile: Profile = None,
+) -> None:
+    """Report stacks, endpoint status/instances and the model-cache manifest."""
+    with cli_errors():
+        target = make_target(profile=profile, region=region)
+        ident = caller_identity(target)
+        stacks = stack_report(target=target, names=TTS_STACKS)
+        outputs = {row["name"]: row["outputs"] for row in stacks}
+        name = endpoint_name or outputs[ENDPOINT_STACK].get("EndpointName") or DEFAULT_ENDPOINT_NAME
+        report = {
+            "account": ident["account"],
+            "region": target.region,
+            "stacks": stacks,
+            "endpoint": endpoint_report(target=target, name=name),
+            "model_cache": cache_report(target=target, outputs=outputs[MODEL_CACHE_STACK]),
+        }
+        render_report(report, as_json=as_json)
+
+
+@app.command()
+def teardown(
+    all_stacks: Annotated[
+        bool, typer.Option("--all", help="Also delete the model cache (bucket emptied first) and the foundation.")
+    ] = False,
+    delete_images: Annotated[
+        bool, typer.Option("--delete-images", help="Also delete the CDK asset images these stacks used from ECR.")
+    ] = False,
+    yes: Yes = False,
+    wait_timeout: WaitTimeout = 1800,
+    region: Region = None,
+    profile: Profile = None,
+) -> None:
+    """Delete the Endpoint stack (and with --all the ModelCache and Foundation stacks), newest first."""
+    with cli_errors():
+        target = make_target(profile=profile, region=region)
+        caller_identity(target)
+        order = [ENDPOINT_STACK, *([MODEL_CACHE_STACK, FOUNDATION_STACK] if all_stacks else [])]
+        if get_stack(target.client("cloudformation"), AGENT_STACK) is not None:
+            raise CliError(
+                f"{AGENT_STACK} is still deployed and depends on the TTS stacks; nothing was deleted.",
+                hint=f"Run `deploy-agent teardown{_target_flags(region, profile)}` first.",
+            )
+        plan = plan_teardown(
+            target=target,
+            delete_order=order,
+            empty_buckets_of=[MODEL_CACHE_STACK],
+            app_stacks=[*TTS_STACKS, AGENT_STACK],
+            with_images=delete_images,
+        )
+        render_plan(plan, with_images=delete_images)
+        run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else confirm, timeout_s=wait_timeout)
+        if not all_stacks:
+            err_console().print("Model cache and foundation kept; `deploy-tts teardown --all` removes them too.")
+
+
+# --- Commands defined in their own modules -----------------------------------------------
+# Register commands written elsewhere here, one import and one line each, e.g.
+#     from cli.tts_say import say
+#     app.command("say")(say)
+# `deploy` then suggests `deploy-tts say` automatically once it is registered.

@@ -1,0 +1,63 @@
+"""Typer option declarations shared by `deploy-tts` and `deploy-agent`, so both spell them alike."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+import typer
+
+from cli.model_sources import MODEL_REVISION
+
+DEFAULT_INSTANCE_TYPE = "ml.g5.xlarge"
+DEFAULT_ENDPOINT_NAME = "kokoro-tts"
+
+
+class Engine(StrEnum):
+    """Inference engine inside the Kokoro container."""
+
+    torch = "torch"
+    onnx = "onnx"
+
+
+Region = Annotated[
+    str | None,
+    typer.Option("--region", help="AWS region (default: AWS_REGION or the profile's region)."),
+]
+Profile = Annotated[
+    str | None,
+    typer.Option("--profile", help="Named profile from ~/.aws/config (default: AWS_PROFILE or default chain)."),
+]
+Yes = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+JsonOutput = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON on stdout.")]
+WaitTimeout = Annotated[
+    int,
+    typer.Option("--wait-timeout", min=1, help="Seconds to wait for the endpoint/runtime/stack deletion."),
+]
+InstanceType = Annotated[
+    str,
+    typer.Option("--instance-type", help="SageMaker instance type for the endpoint (cdk context instanceType)."),
+]
+EngineOpt = Annotated[Engine, typer.Option("--engine", help="Inference engine (cdk context engine).")]
+EndpointName = Annotated[
+    str,
+    typer.Option("--endpoint-name", help="SageMaker endpoint name (cdk context endpointName)."),
+]
+MinInstances = Annotated[
+    int | None,
+    typer.Option("--min-instances", min=0, help="Autoscaling minimum (cdk context minInstances; default: infra's)."),
+]
+MaxInstances = Annotated[
+    int | None,
+    typer.Option("--max-instances", min=1, help="Autoscaling maximum (cdk context maxInstances; default: infra's)."),
+]
+ModelRevision = Annotated[
+    str,
+    typer.Option("--model-revision", help="hexgrad/Kokoro-82M revision to cache (cdk context modelRevision)."),
+]
+BedrockModelId = Annotated[
+    str | None,
+    typer.Option("--bedrock-model-id", help="Bedrock model for the agent (cdk context bedrockModelId; default: infra's)."),
+]
+
+DEFAULT_REVISION = MODEL_REVISION

@@ -1,0 +1,120 @@
+"""`status` of both CLIs against moto: deployed, half-deployed and absent resources."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from clitest_support import (
+    CACHE_BUCKET,
+    REVISION,
+    deploy_agent_runtime,
+    deploy_endpoint,
+    deploy_foundation,
+    deploy_model_cache,
+    make_model_dir,
+    session,
+)
+from typer.testing import CliRunner
+
+from cli import deploy_agent, deploy_tts
+from cli.model_cache import sync_model_cache
+from cli.model_sources import LocalDirSource
+
+runner = CliRunner()
+
+
+def _json(app, *args: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
+    result = runner.invoke(app, ["status", "--json", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_tts_status_when_nothing_is_deployed(aws) -> None:  # type: ignore[no-untyped-def]
+    report = _json(deploy_tts.app)
+    assert report["account"] == "123456789012" and report["region"] == "us-east-1"
+    assert [s["status"] for s in report["stacks"]] == ["NOT_DEPLOYED"] * 3
+    assert report["endpoint"] == {"name": "kokoro-tts", "status": "NOT_FOUND"}
+    assert report["model_cache"] == {"status": "NOT_DEPLOYED"}
+    table = runner.invoke(deploy_tts.app, ["status"])
+    assert table.exit_code == 0 and "not deployed" in table.stdout
+
+
+def test_tts_status_reports_endpoint_and_manifest(aws, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    deploy_foundation()
+    deploy_model_cache()
+    deploy_endpoint()
+    s3 = session().client("s3")
+    sync_model_cache(
+        s3=s3,
+        bucket=CACHE_BUCKET,
+        prefix=f"models/kokoro-82m/{REVISION}/",
+        source=LocalDirSource(make_model_dir(tmp_path / "model")),
+        revision=REVISION,
+    )
+    report = _json(deploy_tts.app)
+    assert {s["name"]: s["status"] for s in report["stacks"]} == {
+        "KokoroTtsFoundation": "CREATE_COMPLETE",
+        "KokoroTtsModelCache": "CREATE_COMPLETE",
+        "KokoroTtsEndpoint": "CREATE_COMPLETE",
+    }
+    endpoint = report["endpoint"]
+    assert endpoint["status"] == "InService"
+    assert endpoint["instance_type"] == "ml.m5.xlarge"
+    assert endpoint["current_instance_count"] == 1
+    cache = report["model_cache"]
+    assert cache["status"] == "SYNCED" and cache["bucket"] == CACHE_BUCKET
+    assert cache["model"] == "hexgrad/Kokoro-82M" and cache["revision"] == REVISION
+    assert cache["file_count"] == 4 and cache["total_bytes"] == sum(
+        p.stat().st_size for p in (tmp_path / "model").rglob("*") if p.suffix in (".json", ".pth", ".pt")
+    )
+    table = runner.invoke(deploy_tts.app, ["status"])
+    assert table.exit_code == 0
+    for text in ("InService", "ml.m5.xlarge", "1 current / 1 desired", "hexgrad/Kokoro-82M", "4 files"):
+        assert text in table.stdout
+
+
+def test_tts_status_with_cache_stack_but_no_manifest(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_model_cache()
+    cache = _json(deploy_tts.app)["model_cache"]
+    assert cache["status"] == "EMPTY" and "never synced" in cache["detail"]
+
+
+def test_tts_status_endpoint_name_option(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_endpoint(name="other-endpoint")
+    assert _json(deploy_tts.app, "--endpoint-name", "other-endpoint")["endpoint"]["status"] == "InService"
+
+
+def test_agent_status_reports_runtime(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_foundation()
+    deploy_endpoint()
+    runtime_id = deploy_agent_runtime()
+    report = _json(deploy_agent.app)
+    assert {s["name"]: s["status"] for s in report["stacks"]}["KokoroAgentRuntime"] == "CREATE_COMPLETE"
+    assert report["runtime"]["status"] == "READY" and report["runtime"]["id"] == runtime_id
+    assert report["endpoint"]["status"] == "InService"
+    table = runner.invoke(deploy_agent.app, ["status"])
+    assert "READY" in table.stdout and "kokoro_voice_agent" in table.stdout
+
+
+def test_agent_status_not_deployed(aws) -> None:  # type: ignore[no-untyped-def]
+    report = _json(deploy_agent.app)
+    assert report["runtime"] == {"status": "NOT_DEPLOYED"}
+    assert "endpoint" not in report
+
+
+def test_agent_status_runtime_missing_is_explained(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_agent_runtime(runtime_id="gone-1234567890")
+    runtime = _json(deploy_agent.app)["runtime"]
+    assert runtime["status"] == "NOT_FOUND" and "deleted outside CloudFormation" in runtime["detail"]
+
+
+def test_agent_status_when_agentcore_api_is_unreachable(aws, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    deploy_agent_runtime(runtime_id="rt-1234567890")
+    monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL", "http://127.0.0.1:9")  # nothing listens
+    monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
+    runtime = _json(deploy_agent.app)["runtime"]
+    assert runtime["status"] == "UNAVAILABLE"
+    assert "could not reach the AgentCore control API" in runtime["detail"]
+    table = runner.invoke(deploy_agent.app, ["status"])
+    assert table.exit_code == 0 and "not available" in table.stdout

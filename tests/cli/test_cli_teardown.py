@@ -1,0 +1,139 @@
+"""`teardown` against moto: versioned buckets, missing stacks, confirmation, asset images."""
+
+from __future__ import annotations
+
+import pytest
+from clitest_support import (
+    AGENT_IMAGE_TAG,
+    ASSET_REPO,
+    CACHE_BUCKET,
+    TTS_IMAGE_TAG,
+    deploy_agent_runtime,
+    deploy_endpoint,
+    deploy_foundation,
+    deploy_model_cache,
+    image_tags,
+    push_image,
+    session,
+    stack_names,
+)
+from typer.testing import CliRunner
+
+from cli import deploy_agent, deploy_tts
+
+runner = CliRunner()
+
+
+def _versioned_cache_with_history() -> int:
+    s3 = session().client("s3")
+    s3.put_bucket_versioning(Bucket=CACHE_BUCKET, VersioningConfiguration={"Status": "Enabled"})
+    for body in (b"v1", b"v2", b"v3"):
+        s3.put_object(Bucket=CACHE_BUCKET, Key="models/kokoro-82m/r/config.json", Body=body)
+    s3.put_object(Bucket=CACHE_BUCKET, Key="models/kokoro-82m/r/voices/x.pt", Body=b"x")
+    s3.delete_object(Bucket=CACHE_BUCKET, Key="models/kokoro-82m/r/voices/x.pt")  # delete marker
+    return 5
+
+
+def _remaining_versions(bucket: str) -> int:
+    s3 = session().client("s3")
+    try:
+        resp = s3.list_object_versions(Bucket=bucket)
+    except s3.exceptions.NoSuchBucket:
+        return 0
+    return len(resp.get("Versions", [])) + len(resp.get("DeleteMarkers", []))
+
+
+def test_teardown_all_empties_versioned_bucket_and_deletes_stacks(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_foundation()
+    deploy_model_cache()
+    deploy_endpoint()
+    versions = _versioned_cache_with_history()
+    result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert f"s3://{CACHE_BUCKET}: emptied ({versions} object version(s) deleted)" in result.output
+    assert _remaining_versions(CACHE_BUCKET) == 0
+    assert stack_names() == set()
+    order = [result.output.index(f"{name}: deleted") for name in ("KokoroTtsEndpoint", "KokoroTtsModelCache", "KokoroTtsFoundation")]
+    assert order == sorted(order)  # reverse of the deploy order
+
+
+def test_teardown_default_keeps_cache_and_foundation(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_foundation()
+    deploy_model_cache()
+    deploy_endpoint()
+    result = runner.invoke(deploy_tts.app, ["teardown", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert stack_names() == {"KokoroTtsFoundation", "KokoroTtsModelCache"}
+    assert "--all" in result.output
+
+
+def test_teardown_is_a_noop_when_nothing_is_deployed(aws) -> None:  # type: ignore[no-untyped-def]
+    result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "Nothing to tear down" in result.output
+    again = runner.invoke(deploy_agent.app, ["teardown", "--yes"])
+    assert again.exit_code == 0 and "Nothing to tear down" in again.output
+
+
+def test_teardown_half_deployed_skips_missing_stacks(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_foundation()
+    deploy_model_cache()  # the endpoint never got deployed
+    result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert "KokoroTtsEndpoint: not deployed, nothing to delete" in result.output
+    assert stack_names() == set()
+
+
+@pytest.mark.parametrize("answer", ["n\n", ""])
+def test_teardown_refuses_without_yes(aws, answer: str) -> None:  # type: ignore[no-untyped-def]
+    deploy_endpoint()
+    result = runner.invoke(deploy_tts.app, ["teardown"], input=answer)
+    assert result.exit_code != 0
+    assert "Aborted: nothing was deleted" in result.output
+    assert "Traceback" not in result.output
+    assert stack_names() == {"KokoroTtsEndpoint"}
+
+
+def test_teardown_confirms_with_y(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_endpoint()
+    result = runner.invoke(deploy_tts.app, ["teardown"], input="y\n")
+    assert result.exit_code == 0, result.output
+    assert stack_names() == set()
+
+
+def test_tts_teardown_refuses_while_agent_is_deployed(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_endpoint()
+    deploy_agent_runtime()
+    result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 1
+    assert "KokoroAgentRuntime is still deployed" in result.output and "deploy-agent teardown" in result.output
+    assert stack_names() == {"KokoroTtsEndpoint", "KokoroAgentRuntime"}
+
+
+def test_delete_images_removes_only_images_of_deleted_stacks(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_endpoint()
+    deploy_agent_runtime()
+    for tag in (TTS_IMAGE_TAG, AGENT_IMAGE_TAG, "c" * 64):
+        push_image(tag)
+    agent = runner.invoke(deploy_agent.app, ["teardown", "--yes", "--delete-images"])
+    assert agent.exit_code == 0, agent.output
+    assert f"{ASSET_REPO}: 1 image(s) deleted, 0 already gone" in agent.output
+    assert image_tags() == {TTS_IMAGE_TAG, "c" * 64}  # the TTS image and an unrelated one stay
+    tts = runner.invoke(deploy_tts.app, ["teardown", "--yes", "--delete-images"])
+    assert tts.exit_code == 0, tts.output
+    assert image_tags() == {"c" * 64}
+
+
+def test_delete_images_when_repository_is_gone(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_agent_runtime()
+    result = runner.invoke(deploy_agent.app, ["teardown", "--yes", "--delete-images"])
+    assert result.exit_code == 0, result.output
+    assert "repository not found, nothing to delete" in result.output
+
+
+def test_agent_teardown_is_idempotent(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_agent_runtime()
+    first = runner.invoke(deploy_agent.app, ["teardown", "--yes"])
+    assert first.exit_code == 0 and "KokoroAgentRuntime: deleted" in first.output
+    second = runner.invoke(deploy_agent.app, ["teardown", "--yes"])
+    assert second.exit_code == 0 and "Nothing to tear down" in second.output
