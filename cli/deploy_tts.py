@@ -310,3 +310,10 @@ def teardown(
 #     from cli.tts_say import say
 #     app.command("say")(say)
 # `deploy` then suggests `deploy-tts say` automatically once it is registered.
+from cli.tts_say import say  # noqa: E402
+app.command("say")(say)
+
+
+def main() -> None:
+    """Console-script entry point (pyproject: deploy-tts = "cli.deploy_tts:main")."""
+    app()
