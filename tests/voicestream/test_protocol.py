@@ -119,3 +119,16 @@ def test_any_frame_either_parses_or_raises_a_protocol_error(raw: bytes | str) ->
         parse_client_message(raw)
     except ProtocolError as error:
         assert error.code in {"invalid_json", "invalid_field", "unknown_type", "text_too_long", "frame_too_large"}
+
+
+@pytest.mark.parametrize(("raw", "expected_id"), [
+    ('{"type": "speak", "text": "a", "id": "u7", "speed": 9}', "u7"),
+    ('{"text": "a", "request_id": "r2", "speed": "x"}', "r2"),
+    ('{"type": "speak", "text": "", "id": 5}', None),
+    ('{"type": "speak", "id": "' + "i" * 129 + '"}', None),
+])
+def test_a_refusal_names_the_utterance_it_refuses(raw: str, expected_id: str | None) -> None:
+    with pytest.raises(ProtocolError) as error:
+        parse_client_message(raw)
+    assert error.value.id == expected_id
+    assert error.value.to_dict().get("id") == expected_id

@@ -122,7 +122,8 @@ class Session:
             try:
                 await self._handle(parsed)
             except ProtocolError as exc:
-                await self._control(exc.to_dict(id=getattr(parsed, "id", None)))
+                exc.id = exc.id or getattr(parsed, "id", None)
+                await self._control(exc.to_dict())
 
     async def _handle(self, message: Any) -> None:
         if isinstance(message, Configure):

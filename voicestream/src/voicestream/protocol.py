@@ -40,18 +40,19 @@ Transport = Literal["binary", "sse"]
 class ProtocolError(ValueError):
     """A message or request the server refuses. ``code`` is machine-readable, ``field`` names the culprit."""
 
-    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
+    def __init__(self, code: str, message: str, *, field: str | None = None, id: str | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.field = field
+        self.id = id  # the utterance the refused message named, so a client can match the error
 
     def to_dict(self, *, id: str | None = None) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "error", "code": self.code, "message": self.message}
         if self.field is not None:
             out["field"] = self.field
-        if id is not None:
-            out["id"] = id
+        if (id or self.id) is not None:
+            out["id"] = id or self.id
         return out
 
 
@@ -236,14 +237,32 @@ MESSAGE_TYPES: Final = tuple(_FIELDS)
 
 
 def parse_client_message(raw: bytes | str) -> ClientMessage:
-    """Parse one WebSocket frame (text, or binary holding UTF-8 JSON) into a typed message."""
+    """Parse one WebSocket frame (text, or binary holding UTF-8 JSON) into a typed message.
+
+    A refusal carries the message's own id (``id``, or the legacy ``request_id``) when it has a
+    usable one, so the error frame can name the utterance it refuses.
+    """
+    payload = _load_frame(raw)
+    try:
+        return _parse_payload(payload)
+    except ProtocolError as exc:
+        claimed = payload.get("id", payload.get("request_id"))
+        if isinstance(claimed, str) and 0 < len(claimed) <= MAX_ID_CHARS:
+            exc.id = claimed
+        raise
+
+
+def _load_frame(raw: bytes | str) -> dict[str, Any]:
     if isinstance(raw, (bytes, bytearray)) and len(raw) > MAX_FRAME_BYTES:
         raise ProtocolError(
             "frame_too_large", f"frame of {len(raw)} bytes is over {MAX_FRAME_BYTES} bytes"
         )
     if isinstance(raw, str) and len(raw.encode("utf-8", "surrogatepass")) > MAX_FRAME_BYTES:
         raise ProtocolError("frame_too_large", f"frame is over {MAX_FRAME_BYTES} bytes")
-    payload = _load_object(raw)
+    return _load_object(raw)
+
+
+def _parse_payload(payload: dict[str, Any]) -> ClientMessage:
     kind = payload.get("type")
     if kind is None and "text" in payload:  # the AWS sample's {"text", "voice", "speed", "request_id"}
         _reject_unknown(payload, _LEGACY_FIELDS, "a synthesis request")
