@@ -85,6 +85,9 @@ def test_server_down_is_one_clear_line() -> None:
             assert "make serve" in result.output
 
 
+CAT = shutil.which("cat") or "/bin/cat"  # resolved at import, before any test narrows PATH
+
+
 def test_empty_text_is_refused() -> None:
     result = runner.invoke(deploy_tts.app, ["say", "-", "--url", "http://127.0.0.1:9"], input="   \n")
     assert result.exit_code == 1 and "Nothing to say" in result.output
@@ -102,7 +105,7 @@ def test_play_streams_pcm_to_aplay(kokoro_server: KokoroServer, monkeypatch: pyt
     received = tmp_path / "played.raw"
     args = tmp_path / "args.txt"
     fake = tmp_path / "aplay"
-    cat = shutil.which("cat")
+    cat = CAT
     fake.write_text(f'#!/bin/sh\necho "$@" > "{args}"\n"{cat}" > "{received}"\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
