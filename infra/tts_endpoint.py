@@ -1,0 +1,162 @@
+"""The Kokoro TTS SageMaker real-time endpoint: image, model, endpoint, autoscaling, alarms.
+
+SageMaker has only L1 constructs. The model and endpoint config get generated names (their
+properties are immutable, so CloudFormation replaces them on change); the endpoint keeps the
+configured name because the agent role, the invoke policy and the CLI address it by name.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from aws_cdk import Annotations, CfnOutput, Duration, Stack
+from aws_cdk import aws_applicationautoscaling as appscaling
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ecr_assets as ecr_assets
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from infra.config import Settings
+from infra.shared import REPO_ROOT, TTS_IMAGE_EXCLUDES, VARIANT_NAME
+
+MODEL_MOUNT: Final = "/opt/ml/model"
+MODEL_DATA_DOWNLOAD_TIMEOUT_SECONDS: Final = 1200
+"""About 330 MB of weights and voices; generous so a slow first copy does not fail the deploy."""
+
+ERROR_5XX_THRESHOLD: Final = 5
+"""5xx responses summed over 5 minutes. A few means a crashing or overloaded container."""
+LATENCY_P90_THRESHOLD_MICROSECONDS: Final = 5_000_000
+"""p90 ModelLatency (reported in microseconds) above 5 s for 15 minutes. For request/response
+synthesis of a sentence this is far above normal (well under 1 s on ml.g5); for bidirectional
+streams ModelLatency covers a whole session, so retune it if sessions are routinely long."""
+SCALE_IN_COOLDOWN: Final = Duration.minutes(10)
+SCALE_OUT_COOLDOWN: Final = Duration.minutes(2)
+
+
+class TtsEndpointStack(Stack):
+    """Outputs EndpointName and ModelName."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, settings: Settings,
+                 execution_role: iam.IRole, model_bucket: s3.IBucket, **kwargs: Any) -> None:
+        super().__init__(scope, construct_id,
+                         description="Kokoro TTS: SageMaker real-time endpoint with bidirectional streaming",
+                         **kwargs)
+        for warning in settings.warnings:
+            Annotations.of(self).add_warning_v2("kokoro:engineInstanceMismatch", warning)
+
+        self.image = ecr_assets.DockerImageAsset(
+            self, "KokoroImage",
+            directory=str(REPO_ROOT),
+            file="containers/kokoro/Dockerfile",
+            platform=ecr_assets.Platform.LINUX_AMD64,
+            exclude=list(TTS_IMAGE_EXCLUDES),
+            display_name="Kokoro TTS image",
+        )
+        self.model = sagemaker.CfnModel(
+            self, "Model",
+            execution_role_arn=execution_role.role_arn,
+            # The container is fully offline (weights are mounted, G2P data is in the image).
+            enable_network_isolation=True,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=self.image.image_uri,
+                environment={"KOKORO_ENGINE": settings.engine, "KOKORO_MODEL_DIR": MODEL_MOUNT},
+                model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
+                    s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
+                        s3_uri=f"s3://{model_bucket.bucket_name}/{settings.model_prefix}",
+                        s3_data_type="S3Prefix",
+                        # Uncompressed: SageMaker copies the files as they are, no model.tar.gz.
+                        compression_type="None",
+                    ),
+                ),
+            ),
+        )
+        self.endpoint_config = sagemaker.CfnEndpointConfig(
+            self, "EndpointConfig",
+            production_variants=[sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                variant_name=VARIANT_NAME,
+                model_name=self.model.attr_model_name,
+                instance_type=settings.instance_type,
+                initial_instance_count=settings.min_instances,
+                initial_variant_weight=1.0,
+                container_startup_health_check_timeout_in_seconds=(
+                    settings.startup_health_check_timeout_seconds),
+                model_data_download_timeout_in_seconds=MODEL_DATA_DOWNLOAD_TIMEOUT_SECONDS,
+                # Streams are long-lived: route new ones to the instance with the fewest open.
+                routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
+                    routing_strategy="LEAST_OUTSTANDING_REQUESTS"),
+            )],
+        )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self, "Endpoint",
+            endpoint_name=settings.endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+        )
+        self.scalable_target = self._autoscaling(settings)
+        self.alarms = self._alarms(settings.endpoint_name)
+
+        CfnOutput(self, "EndpointName", value=self.endpoint.attr_endpoint_name,
+                  description="SageMaker endpoint serving Kokoro TTS")
+        CfnOutput(self, "ModelName", value=self.model.attr_model_name,
+                  description="SageMaker model behind the endpoint")
+
+    def _autoscaling(self, settings: Settings) -> appscaling.CfnScalableTarget:
+        """Target tracking on invocations per instance, between minInstances and maxInstances.
+
+        L1 on purpose: without a RoleARN, Application Auto Scaling uses (and creates if needed)
+        its SageMaker service-linked role; the L2 would add an unused IAM role instead.
+        """
+        target = appscaling.CfnScalableTarget(
+            self, "ScalableTarget",
+            service_namespace="sagemaker",
+            resource_id=f"endpoint/{settings.endpoint_name}/variant/{VARIANT_NAME}",
+            scalable_dimension="sagemaker:variant:DesiredInstanceCount",
+            min_capacity=settings.min_instances,
+            max_capacity=settings.max_instances,
+        )
+        # The variant must exist before Application Auto Scaling can register it.
+        target.node.add_dependency(self.endpoint)
+        appscaling.CfnScalingPolicy(
+            self, "InvocationsPerInstancePolicy",
+            policy_name=f"{settings.endpoint_name}-invocations-per-instance",
+            policy_type="TargetTrackingScaling",
+            scaling_target_id=target.ref,
+            target_tracking_scaling_policy_configuration=(
+                appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
+                    target_value=float(settings.target_invocations_per_instance),
+                    predefined_metric_specification=(
+                        appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
+                            predefined_metric_type="SageMakerVariantInvocationsPerInstance")),
+                    scale_in_cooldown=int(SCALE_IN_COOLDOWN.to_seconds()),
+                    scale_out_cooldown=int(SCALE_OUT_COOLDOWN.to_seconds()),
+                )),
+        )
+        return target
+
+    def _alarms(self, endpoint_name: str) -> list[cloudwatch.Alarm]:
+        dimensions = {"EndpointName": endpoint_name, "VariantName": VARIANT_NAME}
+        errors = cloudwatch.Alarm(
+            self, "Invocation5xxAlarm",
+            alarm_description=f"{endpoint_name}: {ERROR_5XX_THRESHOLD}+ 5xx responses in 5 minutes",
+            metric=cloudwatch.Metric(
+                namespace="AWS/SageMaker", metric_name="Invocation5XXErrors",
+                dimensions_map=dimensions, statistic="Sum", period=Duration.minutes(5)),
+            threshold=ERROR_5XX_THRESHOLD,
+            evaluation_periods=1,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        latency = cloudwatch.Alarm(
+            self, "ModelLatencyAlarm",
+            alarm_description=f"{endpoint_name}: p90 ModelLatency above "
+                              f"{LATENCY_P90_THRESHOLD_MICROSECONDS // 1000} ms for 15 minutes",
+            metric=cloudwatch.Metric(
+                namespace="AWS/SageMaker", metric_name="ModelLatency",
+                dimensions_map=dimensions, statistic="p90", period=Duration.minutes(5)),
+            threshold=LATENCY_P90_THRESHOLD_MICROSECONDS,
+            evaluation_periods=3,
+            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+        )
+        return [errors, latency]

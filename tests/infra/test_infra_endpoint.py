@@ -1,0 +1,112 @@
+"""TTS endpoint stack: model data source, instance settings, scaling, alarms, amd64 image."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_cdk.assertions import Match, Template
+
+from infra_support import Synthesized, render
+
+PREFIX = "models/kokoro-82m/f3ff3571791e39611d31c381e3a41a3af07b4987/"
+
+
+def _template(synth: Synthesized) -> Template:
+    return Template.from_json(synth.templates["KokoroTtsEndpoint"])
+
+
+def _variant(synth: Synthesized) -> dict[str, Any]:
+    resources = synth.templates["KokoroTtsEndpoint"]["Resources"]
+    (config,) = [r for r in resources.values() if r["Type"] == "AWS::SageMaker::EndpointConfig"]
+    (variant,) = config["Properties"]["ProductionVariants"]
+    return dict(variant)
+
+
+def test_default_instance_settings(default_synth: Synthesized) -> None:
+    variant = _variant(default_synth)
+    assert variant["InstanceType"] == "ml.g5.xlarge"
+    assert variant["InitialInstanceCount"] == 1
+    assert variant["ContainerStartupHealthCheckTimeoutInSeconds"] == 600
+    assert variant["ModelDataDownloadTimeoutInSeconds"] >= 600
+    assert variant["RoutingConfig"] == {"RoutingStrategy": "LEAST_OUTSTANDING_REQUESTS"}
+    assert variant["VariantName"] == "AllTraffic"
+
+
+def test_instance_type_override(override_synth: Synthesized) -> None:
+    variant = _variant(override_synth)
+    assert variant["InstanceType"] == "ml.m5.xlarge"
+    assert variant["InitialInstanceCount"] == 2
+    _template(override_synth).has_resource_properties(
+        "AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 2, "MaxCapacity": 3})
+
+
+def test_model_mounts_the_cache_prefix_uncompressed(default_synth: Synthesized) -> None:
+    resources = default_synth.templates["KokoroTtsEndpoint"]["Resources"]
+    (model,) = [r for r in resources.values() if r["Type"] == "AWS::SageMaker::Model"]
+    container = render(model["Properties"]["PrimaryContainer"])
+    source = container["ModelDataSource"]["S3DataSource"]
+    assert source["S3DataType"] == "S3Prefix"
+    assert source["CompressionType"] == "None"
+    assert source["S3Uri"] == (
+        "s3://${Import:KokoroTtsModelCache:ExportsOutputRefModelBucketB33D855BFE59FC6E}/" + PREFIX)
+    assert container["Environment"] == {"KOKORO_ENGINE": "torch", "KOKORO_MODEL_DIR": "/opt/ml/model"}
+    assert "ModelDataUrl" not in container
+    assert model["Properties"]["EnableNetworkIsolation"] is True
+    assert render(model["Properties"]["ExecutionRoleArn"]).startswith(
+        "${Import:KokoroTtsFoundation:ExportsOutputFnGetAttSageMakerExecutionRole")
+
+
+def test_endpoint_keeps_the_configured_name(default_synth: Synthesized) -> None:
+    _template(default_synth).has_resource_properties("AWS::SageMaker::Endpoint", {"EndpointName": "kokoro-tts"})
+    outputs = render(default_synth.templates["KokoroTtsEndpoint"]["Outputs"])
+    assert outputs["EndpointName"]["Value"] == "${Endpoint.EndpointName}"
+    assert outputs["ModelName"]["Value"] == "${Model.ModelName}"
+
+
+def test_autoscaling_tracks_invocations_per_instance(default_synth: Synthesized) -> None:
+    template = _template(default_synth)
+    template.has_resource("AWS::ApplicationAutoScaling::ScalableTarget", {
+        "Properties": {
+            "ServiceNamespace": "sagemaker",
+            "ResourceId": "endpoint/kokoro-tts/variant/AllTraffic",
+            "ScalableDimension": "sagemaker:variant:DesiredInstanceCount",
+            "MinCapacity": 1, "MaxCapacity": 2,
+        },
+        "DependsOn": ["Endpoint"],
+    })
+    template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {
+        "PolicyType": "TargetTrackingScaling",
+        "TargetTrackingScalingPolicyConfiguration": Match.object_like({
+            "TargetValue": 100,
+            "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
+        }),
+    })
+    template.resource_count_is("AWS::IAM::Role", 0)  # the service-linked role is used
+
+
+def test_alarms_on_5xx_and_model_latency(default_synth: Synthesized) -> None:
+    template = _template(default_synth)
+    dimensions = [{"Name": "EndpointName", "Value": "kokoro-tts"}, {"Name": "VariantName", "Value": "AllTraffic"}]
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "Namespace": "AWS/SageMaker", "MetricName": "Invocation5XXErrors", "Statistic": "Sum",
+        "Dimensions": dimensions, "Threshold": 5})
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "Namespace": "AWS/SageMaker", "MetricName": "ModelLatency", "ExtendedStatistic": "p90",
+        "Dimensions": dimensions, "Threshold": 5_000_000})
+
+
+def test_image_is_amd64_from_the_kokoro_dockerfile(default_synth: Synthesized) -> None:
+    (image,) = default_synth.assets["KokoroTtsEndpoint"]["dockerImages"].values()
+    assert image["source"]["platform"] == "linux/amd64"
+    assert image["source"]["dockerFile"] == "containers/kokoro/Dockerfile"
+    staged = default_synth.outdir / image["source"]["directory"]
+    assert (staged / "containers/kokoro/Dockerfile").is_file()
+    assert (staged / "voicestream").is_dir()
+    for excluded in (".venv", ".venv-kokoro", ".git", "agent", "infra", "tests", "cdk.out", "models"):
+        assert not (staged / excluded).exists(), excluded
+
+
+def test_cpu_torch_override_warns(override_synth: Synthesized) -> None:
+    assert override_synth.built.settings.warnings
+    metadata = override_synth.outdir / "KokoroTtsEndpoint.metadata.json"
+    assert "kokoro:engineInstanceMismatch" in metadata.read_text()
