@@ -14,16 +14,17 @@ DIR ?= models/tiny
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install test test-kokoro test-tooling serve tiny-model synth clean help
+.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
 install: $(VENV)/.installed $(KVENV)/.installed ## create both environments
 
-$(VENV)/.installed: pyproject.toml voicestream/pyproject.toml agent/requirements.txt
+$(VENV)/.installed: pyproject.toml voicestream/pyproject.toml agent/requirements.txt agent/pyproject.toml
 	test -d $(VENV) || $(PYTHON312) -m venv $(VENV)
 	$(VENV)/bin/pip install $(PIP_QUIET) -r agent/requirements.txt -e './voicestream[clients]' -e '.[dev]'
+	$(VENV)/bin/pip install $(PIP_QUIET) --no-deps -e ./agent
 	touch $@
 
 $(KVENV)/.installed: containers/kokoro/requirements.txt containers/kokoro/requirements-test.txt containers/kokoro/pyproject.toml voicestream/pyproject.toml
@@ -45,6 +46,15 @@ serve: $(KVENV)/.installed ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_
 
 tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to DIR
 	$(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
+
+synth: $(VENV)/.installed ## synthesize every stack into cdk.out (offline; runs cdk-nag)
+	$(VENV)/bin/python -m infra.app
+
+snapshot-check: $(VENV)/.installed ## diff synthesized templates against infra/baselines
+	$(VENV)/bin/python -m infra.snapshot --check
+
+snapshot-accept: $(VENV)/.installed ## accept reviewed template changes into infra/baselines
+	$(VENV)/bin/python -m infra.snapshot --accept
 
 clean:
 	rm -rf $(VENV) $(KVENV) cdk.out .pytest_cache
