@@ -14,7 +14,7 @@ DIR ?= models/tiny
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept clean help
+.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -46,6 +46,10 @@ serve: $(KVENV)/.installed ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_
 
 tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to DIR
 	$(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
+
+demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL
+	test -d $(DIR) || $(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
+	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(DIR) --kokoro-python $(KVENV)/bin/python
 
 synth: $(VENV)/.installed ## synthesize every stack into cdk.out (offline; runs cdk-nag)
 	$(VENV)/bin/python -m infra.app

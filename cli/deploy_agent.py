@@ -210,6 +210,11 @@ def teardown(
 # `deploy` then suggests `deploy-agent chat` automatically once it is registered.
 
 
+from cli.agent_chat import chat  # noqa: E402
+
+app.command("chat")(chat)
+
+
 def main() -> None:
     """Console-script entry point (pyproject: deploy-agent = "cli.deploy_agent:main")."""
     app()

@@ -1,0 +1,296 @@
+"""The AgentCore app: ``POST /invocations`` (SSE), ``WS /ws``, ``GET /ping``, and locally ``GET /``.
+
+Both transports carry the same events (docs/agent.md#protocol); they differ only in framing:
+SSE sends audio as base64 inside ``audio`` events, the WebSocket as binary frames beside its JSON
+events, and only the WebSocket can be interrupted mid-turn from the same connection (SSE takes
+``{"type": "interrupt"}`` as a second request in the same AgentCore session).
+
+AgentCore runs async-generator entrypoints on its own worker loop in another thread, so SSE turns
+and WebSocket turns live on different loops; the :class:`~voice_agent.speaking.TurnRegistry` is
+thread-safe for that reason, and a conversation is only ever touched from one loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import AsyncIterator
+from importlib import resources
+from typing import Any
+
+from bedrock_agentcore import BedrockAgentCoreApp
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.websockets import WebSocket, WebSocketState
+from strands import Agent
+
+from .config import AgentConfig
+from .events import (
+    MAX_MESSAGE_BYTES, InterruptRequest, PromptRequest, RequestError, decode_message, error_event, parse_request,
+    request_error_event,
+)
+from .models import ModelFactory, model_factory
+from .speaking import Audio, Turn, TurnItem, TurnRegistry, TtsConnector
+
+log = logging.getLogger(__name__)
+
+MAX_SSE_CONVERSATIONS = 64  # AgentCore gives each session its own microVM; locally, a bound
+
+
+class Conversation:
+    """One agent (its history) and its current turn; owned by one client connection or session."""
+
+    def __init__(self, *, agent: Agent, service: VoiceService) -> None:
+        self.agent = agent
+        self._service = service
+        self.turn: Turn | None = None
+        self._turns = 0
+
+    @property
+    def busy(self) -> bool:
+        return self.turn is not None and not self.turn.finished
+
+    def start(self, request: PromptRequest) -> Turn:
+        self._turns += 1
+        self.turn = Turn(number=self._turns, request=request, agent=self.agent, connect_tts=self._service.connect_tts,
+                         registry=self._service.registry, voice=self._service.config.voice)
+        return self.turn
+
+
+class VoiceService:
+    """What every connection shares: settings, model factory, TTS connector, running turns."""
+
+    def __init__(self, *, config: AgentConfig, models: ModelFactory, connect_tts: TtsConnector | None,
+                 registry: TurnRegistry) -> None:
+        self.config = config
+        self.models = models
+        self.connect_tts = connect_tts
+        self.registry = registry
+        self._sse: OrderedDict[str, Conversation] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def new_conversation(self) -> Conversation:
+        agent = Agent(model=self.models(), system_prompt=self.config.system_prompt, callback_handler=None)
+        return Conversation(agent=agent, service=self)
+
+    def sse_conversation(self, session_id: str | None, *, create: bool = True) -> Conversation | None:
+        """The conversation of an AgentCore session id; without an id every request is its own."""
+        if session_id is None:
+            return self.new_conversation() if create else None
+        with self._lock:
+            found = self._sse.get(session_id)
+            if found is not None:
+                self._sse.move_to_end(session_id)
+                return found
+            if not create:
+                return None
+            conversation = self.new_conversation()
+            self._sse[session_id] = conversation
+            while len(self._sse) > MAX_SSE_CONVERSATIONS:
+                oldest = next(iter(self._sse))
+                if self._sse[oldest].busy:
+                    break
+                del self._sse[oldest]
+            return conversation
+
+    def ready_event(self) -> dict[str, Any]:
+        return {"type": "ready", **self.config.describe(), "modes": ["bidi", "batch"], "format": "pcm_s16le",
+                "sample_rate": 24_000, "channels": 1, "max_message_bytes": MAX_MESSAGE_BYTES, "t_ms": 0}
+
+
+def tts_connector(config: AgentConfig) -> TtsConnector | None:
+    """Open a TTS session on the configured target: a local server URL or a SageMaker endpoint."""
+    if config.tts_url:
+        url = config.tts_url
+
+        async def local() -> Any:
+            from voicestream.clients import connect_local
+
+            return await connect_local(url, raise_errors=False)
+
+        return local
+    if config.tts_endpoint:
+        endpoint, region = config.tts_endpoint, config.region
+
+        async def sagemaker() -> Any:
+            from voicestream.clients import connect_sagemaker
+
+            return await connect_sagemaker(endpoint, region=region, raise_errors=False)
+
+        return sagemaker
+    return None
+
+
+def sse_item(item: TurnItem) -> dict[str, Any]:
+    """SSE framing: audio as a base64 ``audio`` event, everything else unchanged."""
+    if isinstance(item, Audio):
+        return {"type": "audio", "turn": item.turn, "seq": item.seq, "utterance_id": item.utterance_id,
+                "bytes": len(item.data), "audio": base64.b64encode(item.data).decode("ascii"), "t_ms": item.t_ms}
+    return item
+
+
+class JsonBodyGuard:
+    """AgentCore answers a malformed ``/invocations`` body with a bare 400; turn it into the same
+    ``error`` event every other bad input gets, and bound the body size while at it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != "/invocations" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = bytearray()
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            if len(body) > MAX_MESSAGE_BYTES:
+                await _sse_error(scope, receive, send, RequestError(
+                    "message_too_large", f"request body is over {MAX_MESSAGE_BYTES} bytes"))
+                return
+            if not message.get("more_body", False):
+                break
+        try:
+            decode_message(bytes(body))
+        except RequestError as exc:
+            await _sse_error(scope, receive, send, exc)
+            return
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": bytes(body), "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+async def _sse_error(scope: Scope, receive: Receive, send: Send, exc: RequestError) -> None:
+    data = f"data: {json.dumps(request_error_event(exc))}\n\n"
+    await Response(data, media_type="text/event-stream")(scope, receive, send)
+
+
+def create_app(*, config: AgentConfig, models: ModelFactory | None = None,
+               connect_tts: TtsConnector | None = None, use_config_tts: bool = True) -> BedrockAgentCoreApp:
+    """Build the app. Tests pass ``models`` (a scripted model) and may pass ``connect_tts``."""
+    app = BedrockAgentCoreApp(middleware=[Middleware(JsonBodyGuard)])
+    registry = TurnRegistry(on_start=app.add_async_task, on_finish=app.complete_async_task)
+    service = VoiceService(
+        config=config, models=models or model_factory(config), registry=registry,
+        connect_tts=connect_tts if connect_tts is not None or not use_config_tts else tts_connector(config),
+    )
+    app.state.voice = service
+
+    @app.entrypoint
+    async def invoke(payload: Any, context: Any) -> AsyncIterator[dict[str, Any]]:
+        session_id = getattr(context, "session_id", None)
+        try:
+            request = parse_request(payload, max_prompt_chars=config.max_prompt_chars, allow_interrupt=True)
+        except RequestError as exc:
+            yield request_error_event(exc)
+            return
+        if isinstance(request, InterruptRequest):
+            found = service.sse_conversation(session_id, create=False)
+            if found is None or found.turn is None or not await found.turn.interrupt():
+                yield error_event("not_running", "no turn of this session is running")
+            else:
+                yield {"type": "interrupt_sent", "turn": found.turn.number, "t_ms": found.turn.t_ms()}
+            return
+        conversation = service.sse_conversation(session_id)
+        assert conversation is not None
+        if conversation.busy:
+            yield error_event("busy", "a turn of this session is running; send {\"type\": \"interrupt\"} first")
+            return
+        async for item in conversation.start(request).events():
+            yield sse_item(item)
+
+    @app.websocket
+    async def websocket(ws: WebSocket, context: Any) -> None:
+        await ws.accept()
+        await _serve_socket(ws, service)
+
+    if config.serve_page:
+        web = resources.files("voice_agent") / "web"
+
+        async def page(request: Request) -> Response:
+            name = request.path_params.get("name", "index.html")
+            kinds = {"index.html": "text/html", "app.js": "text/javascript"}
+            if name not in kinds:
+                return Response("not found", status_code=404, media_type="text/plain")
+            return Response((web / name).read_bytes(), media_type=kinds[name], headers={"Cache-Control": "no-store"})
+
+        app.add_route("/", page, methods=["GET"])
+        app.add_route("/web/{name}", page, methods=["GET"])
+    return app
+
+
+async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
+    """Read messages until the client leaves; one turn at a time runs beside the reader."""
+    conversation = service.new_conversation()
+    send_lock = asyncio.Lock()
+    runner: asyncio.Task[None] | None = None
+
+    async def send(item: TurnItem) -> None:
+        async with send_lock:
+            if isinstance(item, Audio):
+                await ws.send_bytes(item.data)
+            else:
+                await ws.send_text(json.dumps(item))
+
+    async def run(turn: Turn, previous: asyncio.Task[None] | None) -> None:
+        if previous is not None:  # an interrupted turn still winding down: let it finish first
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await previous
+        try:
+            async for item in turn.events():
+                await send(item)
+        except Exception as exc:  # the client went away mid-turn: events() cleans up on exit
+            log.info("websocket turn %d ended early: %s", turn.number, exc)
+
+    await send(service.ready_event())
+    try:
+        while True:
+            message = await ws.receive()
+            if message["type"] == "websocket.disconnect":
+                return
+            raw = message.get("text")
+            if raw is None:
+                raw = message.get("bytes") or b""
+            try:
+                request = parse_request(decode_message(raw), max_prompt_chars=service.config.max_prompt_chars,
+                                        allow_interrupt=True)
+            except RequestError as exc:
+                await send(request_error_event(exc))
+                continue
+            current = conversation.turn
+            if isinstance(request, InterruptRequest):
+                if current is None or not await current.interrupt():
+                    await send(error_event("not_running", "no turn is running"))
+                continue
+            if current is not None and not current.finished and not current.interrupted:
+                await send(error_event("busy", "a turn is running; send {\"type\": \"interrupt\"} first",
+                                       turn=current.number, t_ms=current.t_ms()))
+                continue
+            runner = asyncio.create_task(run(conversation.start(request), runner))
+    except Exception as exc:  # a send on a closed socket, a receive after disconnect
+        log.info("websocket closed: %s", exc)
+    finally:
+        if runner is not None and not runner.done():
+            runner.cancel()
+        if runner is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await runner
+        if ws.client_state == WebSocketState.CONNECTED:
+            with contextlib.suppress(Exception):
+                await ws.close()

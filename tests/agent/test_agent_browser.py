@@ -1,0 +1,99 @@
+"""The page in headless Debian Chromium (Playwright): text streams in, audio is scheduled back to
+back with Web Audio, interrupt stops the scheduling."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agent_harness import ANSWER, RunningAgent, poll, serve_agent
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]
+MAX_GAP_S = 0.020
+
+
+@pytest.fixture(scope="module")
+def page_agent(tts_url: str) -> Iterator[RunningAgent]:
+    # A slower writer than the other tests, so the interrupt lands while audio is still coming.
+    with serve_agent(tts_url=tts_url, page=True, token_ms=(30, 45)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright import sync_api
+
+    # A prerequisite (README, "Set up"), not an optional extra: fail loudly rather than skip.
+    assert shutil.which(CHROMIUM), "Debian chromium is not installed: apt-get install -y chromium"
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def stats(page: Any) -> dict[str, Any]:
+    value: dict[str, Any] = page.evaluate("() => JSON.parse(JSON.stringify(window.__voiceStats))")
+    return value
+
+
+def largest_gap(scheduled: list[dict[str, float]]) -> float:
+    return max((b["start"] - (a["start"] + a["duration"]) for a, b in zip(scheduled, scheduled[1:])), default=0.0)
+
+
+def test_page_streams_text_and_schedules_audio_without_gaps(page_agent: RunningAgent, browser: Any) -> None:
+    page = browser.new_page()
+    try:
+        page.goto(f"{page_agent.url}/")
+        page.wait_for_function("() => window.__voiceStats && window.__voiceStats.state === 'idle'", timeout=15_000)
+        assert "Offline mode" in page.inner_text("#offline")  # the page says the model is scripted
+        page.fill("#prompt", "What can you do?")
+        page.select_option("#mode", "bidi")
+        page.click("#send")
+        page.wait_for_function("() => window.__voiceStats.events.includes('end')", timeout=60_000)
+        final = stats(page)
+        assert page.inner_text("#answer") == ANSWER == final["text"]
+        assert final["mode"] == "bidi" and final["errors"] == []
+        assert final["ttfaMs"] is not None and final["ttfaMs"] > 0
+        scheduled = final["scheduled"]
+        assert len(scheduled) == final["chunks"] > 1
+        assert all(s["duration"] > 0 for s in scheduled)
+        assert largest_gap(scheduled) < MAX_GAP_S, scheduled
+        assert "time to first audio" in page.inner_text("#metrics") and "bidi" in page.inner_text("#metrics")
+    finally:
+        page.close()
+
+
+def test_page_interrupt_stops_scheduling(page_agent: RunningAgent, browser: Any) -> None:
+    page = browser.new_page()
+    try:
+        page.goto(f"{page_agent.url}/")
+        page.wait_for_function("() => window.__voiceStats && window.__voiceStats.state === 'idle'", timeout=15_000)
+        page.fill("#prompt", "Tell me a long story.")
+        page.click("#send")
+        page.wait_for_function("() => window.__voiceStats.scheduled.length > 0", timeout=60_000)
+        page.click("#interrupt")
+        at_click = len(stats(page)["scheduled"])
+        page.wait_for_function("() => window.__voiceStats.events.includes('end')", timeout=30_000)
+        final = stats(page)
+        assert final["events"][-2:] == ["interrupted", "end"]
+        assert final["interrupted"] is True and final["state"] == "interrupted"
+        assert len(final["scheduled"]) == at_click  # nothing scheduled after the click
+        assert poll(page_agent.idle), page_agent.running()
+        # The page and the session stay usable: a new prompt plays again.
+        page.fill("#prompt", "Start again.")
+        page.click("#send")
+        page.wait_for_function("() => window.__voiceStats.events.includes('end')", timeout=60_000)
+        again = stats(page)
+        assert again["text"] == ANSWER and len(again["scheduled"]) > 0
+        assert largest_gap(again["scheduled"]) < MAX_GAP_S
+    finally:
+        page.close()
