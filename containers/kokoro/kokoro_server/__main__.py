@@ -9,28 +9,53 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
+import shutil
 import sys
 import time
+from pathlib import Path
 
 import uvicorn
 
 from .config import ConfigError, Settings
 from .model_dir import ModelDirError
+from .packaged_weights import PackagedWeightsError
 
 log = logging.getLogger("kokoro_server")
 
 EXIT_BAD_MODEL = 2
 
 
+def onnx_over_torch_dir(settings: Settings) -> Path:
+    """Where to serve the onnx engine from when the model directory holds only torch weights.
+
+    On SageMaker the model cache is Hugging Face's torch snapshot. With KOKORO_ENGINE=onnx (a CPU
+    instance), the container builds the int8 ONNX export it carries (see packaged_weights.py) into
+    KOKORO_ONNX_DIR and adds the cache's voice packs, so the English voices come along.
+    """
+    root = settings.model_dir
+    if settings.engine != "onnx" or not root.is_dir() or any(root.glob("*.onnx")):
+        return root
+    from .packaged_weights import build_model_dir
+
+    target = Path(os.environ.get("KOKORO_ONNX_DIR", "/tmp/kokoro-82m-onnx"))
+    build_model_dir(target)
+    for pack in sorted((root / "voices").glob("*.pt")):
+        if not (target / "voices" / pack.name).exists():
+            shutil.copyfile(pack, target / "voices" / pack.name)
+    log.info("onnx engine over the torch directory %s: serving %s", root, target)
+    return target
+
+
 def load(settings: Settings):
     """Return ``synth_factory`` for the app, with the engine loaded and warmed up now."""
     from .engines import load_engine
     from .model_dir import open_model_dir
-    from .synth import Synthesizer
 
     started = time.perf_counter()
-    model = open_model_dir(settings.model_dir, engine=settings.engine)
+    model = open_model_dir(onnx_over_torch_dir(settings), engine=settings.engine)
     engine = load_engine(model, device=settings.device)
+    from .synth import Synthesizer  # imports kokoro (and torch): after the cheap checks
     log.info("loaded %s engine on %s from %s with %d voices in %.1fs", engine.name, engine.device,
              model.root, len(model.voices), time.perf_counter() - started)
 
@@ -63,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings.from_env(env)
         factory = load(settings)
-    except (ConfigError, ModelDirError) as exc:
+    except (ConfigError, ModelDirError, PackagedWeightsError) as exc:
         print(f"kokoro-server: cannot start: {exc}", file=sys.stderr)
         return EXIT_BAD_MODEL
     from .app import create_app

@@ -22,6 +22,7 @@ English voices exist only on the Hugging Face hub (see hub_weights.py and docs/m
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.resources
@@ -116,7 +117,7 @@ def installed_sources() -> Sources:
         _package_file(package, "part.bin", dist) for package, dist in zip(PART_PACKAGES, PART_DISTRIBUTIONS)
     )
     digest_file = _package_file(DATA_PACKAGE, "data/model.sha256", DATA_DISTRIBUTION)
-    expected = digest_file.read_text(encoding="ascii").split()[0].strip().lower() if digest_file.stat().st_size else ""
+    expected = (digest_file.read_text(encoding="ascii", errors="replace").split() or [""])[0].lower()
     if len(expected) != 64 or any(c not in "0123456789abcdef" for c in expected):
         raise PackagedWeightsError(f"{digest_file}: expected a sha256 hex digest, got {expected!r}")
     licences: list[Path] = []
@@ -231,14 +232,21 @@ def read_voices(path: Path) -> dict[str, np.ndarray]:
         raise PackagedWeightsError(f"{path}: holds no voice packs")
     for name, pack in voices.items():
         if pack.shape != VOICE_SHAPE or not np.issubdtype(pack.dtype, np.floating):
-            raise PackagedWeightsError(f"{path}: voice {name!r} has shape {pack.shape} {pack.dtype}, expected {VOICE_SHAPE} float")
+            raise PackagedWeightsError(
+                f"{path}: voice {name!r} has shape {pack.shape} {pack.dtype}, expected {VOICE_SHAPE} float"
+            )
     return {name: np.ascontiguousarray(pack, dtype=np.float32) for name, pack in voices.items()}
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -270,25 +278,32 @@ def _is_complete(root: Path, sources: Sources) -> dict[str, Any] | None:
     return manifest
 
 
-def build_model_dir(target: str | Path = DEFAULT_DIR, *, sources: Sources | None = None, force: bool = False) -> BuildResult:
+def build_model_dir(
+    target: str | Path = DEFAULT_DIR, *, sources: Sources | None = None, force: bool = False
+) -> BuildResult:
     """Write the onnx model directory at ``target`` from the packaged parts, unless already there."""
     root = Path(target)
     sources = sources or installed_sources()
     if not force and (manifest := _is_complete(root, sources)) is not None:
         return BuildResult(root=root, built=False, manifest=manifest)
+    root.mkdir(parents=True, exist_ok=True)
+    with open(root / ".build.lock", "a") as lock:  # two builders (parallel test runs) take turns
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not force and (manifest := _is_complete(root, sources)) is not None:
+            return BuildResult(root=root, built=False, manifest=manifest)  # the other one built it
+        return _build(root, sources)
+
+
+def _build(root: Path, sources: Sources) -> BuildResult:
     vocab = read_vocab(sources.vocab)
     voices = read_voices(sources.voices)
-    root.mkdir(parents=True, exist_ok=True)
     (root / "manifest.json").unlink(missing_ok=True)  # written last: its presence means complete
     weights = root / WEIGHTS_NAME
     digest = join_parts(sources.parts, weights, expected_sha256=sources.expected_sha256)
     config = {"vocab": vocab, "n_token": N_TOKEN, "sample_rate": SAMPLE_RATE}
     _write_atomic(root / "config.json", json.dumps(config, ensure_ascii=False, indent=1).encode("utf-8"))
     voice_dir = root / "voices"
-    voice_dir.mkdir(exist_ok=True)
-    for stale in voice_dir.iterdir():  # a voice left from another build would be served too
-        if stale.suffix in (".npy", ".pt") and stale.stem not in voices:
-            stale.unlink()
+    voice_dir.mkdir(exist_ok=True)  # voices added by hand (e.g. English .pt packs) are kept
     for name, pack in sorted(voices.items()):
         _write_atomic(voice_dir / f"{name}.npy", _npy_bytes(pack))
     if sources.licences:
@@ -312,8 +327,12 @@ def build_model_dir(target: str | Path = DEFAULT_DIR, *, sources: Sources | None
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kokoro_server.packaged_weights", description=__doc__.splitlines()[0])
-    parser.add_argument("dir", nargs="?", type=Path, default=DEFAULT_DIR, help=f"directory to write (default {DEFAULT_DIR})")
+    parser = argparse.ArgumentParser(
+        prog="python -m kokoro_server.packaged_weights", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "dir", nargs="?", type=Path, default=DEFAULT_DIR, help=f"directory to write (default {DEFAULT_DIR})"
+    )
     parser.add_argument("--force", action="store_true", help="rebuild even when the directory is complete")
     args = parser.parse_args(argv)
     try:

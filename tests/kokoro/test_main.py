@@ -1,0 +1,32 @@
+"""``serve``'s start-up choices: the onnx engine over SageMaker's torch model cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kokoro_server.__main__ import onnx_over_torch_dir
+from kokoro_server.config import Settings
+from kokoro_server.model_dir import open_model_dir
+
+pytestmark = pytest.mark.kokoro
+
+
+def test_onnx_engine_over_a_torch_directory_serves_the_packaged_export_with_the_cache_voices(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KOKORO_ONNX_DIR", str(tmp_path / "onnx"))
+    settings = Settings.from_env({"KOKORO_MODEL_DIR": str(tiny_model), "KOKORO_ENGINE": "onnx"})
+    served = onnx_over_torch_dir(settings)
+    assert served == tmp_path / "onnx"
+    model = open_model_dir(served, engine="onnx")
+    assert model.weights.suffix == ".onnx"
+    # the cache's (here: tiny) voices join the packaged Japanese ones
+    assert {"af_heart", "am_michael", "jf_alpha"} <= set(model.voices)
+
+
+@pytest.mark.parametrize("engine", [None, "torch"])
+def test_other_engines_serve_the_directory_as_it_is(tiny_model: Path, engine: str | None) -> None:
+    env = {"KOKORO_MODEL_DIR": str(tiny_model), **({"KOKORO_ENGINE": engine} if engine else {})}
+    assert onnx_over_torch_dir(Settings.from_env(env)) == tiny_model

