@@ -17,7 +17,7 @@ from cli.aws import (
     stack_outputs,
 )
 from cli.cdk import ToolCheck, cdk_deploy, check_node, context_args, run_cdk
-from cli.options import BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes
+from cli.options import BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes, target_flags
 from cli.preflight import run_preflight
 from cli.progress import Steps, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ALL_STACKS, ENDPOINT_STACK, FOUNDATION_STACK
@@ -93,14 +93,6 @@ def wait_for_runtime(*, target: AwsTarget, outputs: dict[str, str], timeout_s: f
     return report
 
 
-def _target_flags(region: str | None, profile: str | None) -> str:
-    return (f" --region {region}" if region else "") + (f" --profile {profile}" if profile else "")
-
-
-def _registered(name: str) -> bool:
-    return any((c.name or getattr(c.callback, "__name__", "")) == name for c in app.registered_commands)
-
-
 @app.command()
 def deploy(
     bedrock_model_id: BedrockModelId = None,
@@ -130,13 +122,12 @@ def deploy(
             outputs = stack_outputs(get_stack(target.client("cloudformation"), AGENT_STACK))
             require_outputs(AGENT_STACK, outputs, "RuntimeArn", "RuntimeId")
             wait_for_runtime(target=target, outputs=outputs, timeout_s=wait_timeout)
-        flags = _target_flags(region, profile)
+        flags = target_flags(region, profile)
         out = out_console()
         out.print(f"[green]Agent runtime {outputs.get('RuntimeName') or outputs['RuntimeId']} deployed[/] (total {steps.elapsed()}).")
         out.print(f"  RuntimeArn: {outputs['RuntimeArn']}")
         out.print(f"Next: deploy-agent status{flags}")
-        if _registered("chat"):
-            out.print(f"      deploy-agent chat --help{flags}")
+        out.print(f"      deploy-agent chat --help{flags}")
 
 
 @app.command()
@@ -204,12 +195,6 @@ def teardown(
 
 
 # --- Commands defined in their own modules -----------------------------------------------
-# Register commands written elsewhere here, one import and one line each, e.g.
-#     from cli.agent_chat import chat
-#     app.command("chat")(chat)
-# `deploy` then suggests `deploy-agent chat` automatically once it is registered.
-
-
 from cli.agent_chat import chat  # noqa: E402
 
 app.command("chat")(chat)

@@ -21,6 +21,7 @@ from cli.cdk import ToolCheck, cdk_deploy, check_node, context_args, run_cdk
 from cli.model_cache import sync_model_cache
 from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
 from cli.options import (
+    target_flags,
     DEFAULT_ENDPOINT_NAME,
     DEFAULT_INSTANCE_TYPE,
     DEFAULT_REVISION,
@@ -131,14 +132,6 @@ def wait_for_endpoint(*, target: AwsTarget, name: str, timeout_s: float, interva
     return report
 
 
-def _target_flags(region: str | None, profile: str | None) -> str:
-    return (f" --region {region}" if region else "") + (f" --profile {profile}" if profile else "")
-
-
-def _registered(name: str) -> bool:
-    return any((c.name or getattr(c.callback, "__name__", "")) == name for c in app.registered_commands)
-
-
 @app.command()
 def deploy(
     instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
@@ -199,12 +192,11 @@ def deploy(
             outputs = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK))
             require_outputs(ENDPOINT_STACK, outputs, "EndpointName")
             wait_for_endpoint(target=target, name=outputs["EndpointName"], timeout_s=wait_timeout)
-        flags = _target_flags(region, profile)
+        flags = target_flags(region, profile)
         out = out_console()
         out.print(f"[green]Endpoint {outputs['EndpointName']} is InService[/] (total {steps.elapsed()}).")
         out.print(f"Next: deploy-tts status{flags}")
-        if _registered("say"):
-            out.print(f"      deploy-tts say --help{flags}")
+        out.print(f"      deploy-tts say --help{flags}")
         out.print(f"      deploy-agent deploy{flags}   (the voice agent that speaks through this endpoint)")
 
 
@@ -290,7 +282,7 @@ def teardown(
         if get_stack(target.client("cloudformation"), AGENT_STACK) is not None:
             raise CliError(
                 f"{AGENT_STACK} is still deployed and depends on the TTS stacks; nothing was deleted.",
-                hint=f"Run `deploy-agent teardown{_target_flags(region, profile)}` first.",
+                hint=f"Run `deploy-agent teardown{target_flags(region, profile)}` first.",
             )
         plan = plan_teardown(
             target=target,
@@ -306,11 +298,8 @@ def teardown(
 
 
 # --- Commands defined in their own modules -----------------------------------------------
-# Register commands written elsewhere here, one import and one line each, e.g.
-#     from cli.tts_say import say
-#     app.command("say")(say)
-# `deploy` then suggests `deploy-tts say` automatically once it is registered.
 from cli.tts_say import say  # noqa: E402
+
 app.command("say")(say)
 
 

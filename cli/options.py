@@ -61,3 +61,8 @@ BedrockModelId = Annotated[
 ]
 
 DEFAULT_REVISION = MODEL_REVISION
+
+
+def target_flags(region: str | None, profile: str | None) -> str:
+    """The --region/--profile flags to repeat in a suggested next command."""
+    return (f" --region {region}" if region else "") + (f" --profile {profile}" if profile else "")
