@@ -1,4 +1,5 @@
-"""`deploy-agent chat`: talk to the deployed voice agent (or a local one with --url) from a terminal.
+"""`deploy-agent chat`: talk to the deployed voice agent (or a local one with --url) from a terminal,
+or, with --web, from the agent's browser page served locally (cli/agent_web.py).
 
 Text streams to stdout as the agent writes it; the speech is written to a WAV file with --save
 (a terminal has no good way to play PCM). Without a prompt argument it reads prompts line by line
@@ -117,18 +118,28 @@ def chat(
     url: Annotated[
         str | None, typer.Option("--url", help="A local agent (http://127.0.0.1:8090) instead of AWS.")
     ] = None,
+    web: Annotated[
+        bool, typer.Option("--web", help="Serve the agent's browser page locally instead, connected to the "
+                           "runtime with presigned WebSocket URLs (or to --url).")
+    ] = False,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="--web: local port (0: any free one).")] = 8091,
+    open_browser: Annotated[
+        bool, typer.Option("--open/--no-open", help="--web: open the page in the default browser.")
+    ] = True,
     region: Region = None,
     profile: Profile = None,
 ) -> None:
-    """Chat with the voice agent: text on stdout, speech to --save."""
+    """Chat with the voice agent: text on stdout, speech to --save; or in the browser with --web."""
     with cli_errors():
         if mode not in ("bidi", "batch"):
             raise CliError(f"--mode must be bidi or batch, got {mode!r}")
+        if web:
+            _chat_web(url=url, port=port, open_browser=open_browser, region=region, profile=profile,
+                      unused={"a prompt": prompt is not None, "--save": save is not None, "--voice": bool(voice)})
+            return
         if url is None:
             target = make_target(profile=profile, region=region)
-            outputs = stack_outputs(get_stack(target.client("cloudformation"), AGENT_STACK))
-            require_outputs(AGENT_STACK, outputs, "RuntimeArn")
-            transport = Transport(url=None, runtime_arn=outputs["RuntimeArn"],
+            transport = Transport(url=None, runtime_arn=_runtime_arn(target),
                                   client=target.client("bedrock-agentcore"))
         else:
             transport = Transport(url=url, runtime_arn=None)
@@ -142,6 +153,31 @@ def chat(
         if save is not None:
             save_wav(save, bytes(speech))
             sys.stderr.write(f"[speech written to {save}]\n")
+
+
+def _runtime_arn(target: Any) -> str:
+    outputs = stack_outputs(get_stack(target.client("cloudformation"), AGENT_STACK))
+    require_outputs(AGENT_STACK, outputs, "RuntimeArn")
+    return outputs["RuntimeArn"]
+
+
+def _chat_web(*, url: str | None, port: int, open_browser: bool, region: str | None, profile: str | None,
+              unused: dict[str, bool]) -> None:
+    """--web: the page asks the local server for a fresh (presigned) WebSocket URL per connection."""
+    from cli.agent_web import LocalAgentUrl, RuntimeUrlSigner, serve_web
+
+    given = [name for name, present in unused.items() if present]
+    if given:
+        raise CliError(f"--web does not take {', '.join(given)}: the page has its own prompt box and player.")
+    if url is not None:
+        provider: Any = LocalAgentUrl(url)
+        where = provider.url
+    else:
+        target = make_target(profile=profile, region=region)
+        arn = _runtime_arn(target)
+        provider = RuntimeUrlSigner(session=target.session, region=target.region, runtime_arn=arn)
+        where = f"{arn} (presigned URLs, {provider.expires_s} s each)"
+    serve_web(provider, port=port, open_browser=open_browser, target=where)
 
 
 def _read_prompts() -> Iterator[str]:

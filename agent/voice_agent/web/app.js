@@ -1,4 +1,5 @@
-// The voice agent's page: one WebSocket (/ws) for JSON events and binary PCM frames.
+// The voice agent's page: one WebSocket (/ws, or the URL GET /ws-url gives) for JSON events and
+// binary PCM frames.
 // Audio plays without gaps because every chunk is scheduled to start exactly where the previous
 // one ends (the nextStartTime cursor), not when it arrives.
 "use strict";
@@ -127,9 +128,36 @@ function onEvent(event) {
   }
 }
 
-function connect() {
-  const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-  ws = new WebSocket(`${scheme}//${location.host}/ws`);
+// Where to connect. Served by `deploy-agent chat --web`, GET /ws-url hands out a URL signed a
+// moment ago (AgentCore's presigned URLs expire within 300 s), so it is asked again before every
+// (re)connection, passing back its session id to stay in the same runtime session. Served by the
+// agent itself there is no /ws-url (404): same-origin /ws.
+let sessionId = null;
+
+async function socketUrl() {
+  const query = sessionId ? `?session=${encodeURIComponent(sessionId)}` : "";
+  const response = await fetch(`/ws-url${query}`, { cache: "no-store" });
+  if (response.status === 404) {
+    const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+    return `${scheme}//${location.host}/ws`;
+  }
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body.error || `GET /ws-url: ${response.status}`);
+  sessionId = body.session_id || sessionId;
+  return body.url;
+}
+
+async function connect() {
+  let url;
+  try {
+    url = await socketUrl();
+  } catch (e) {
+    stats.state = "closed";
+    $("status").textContent = `no connection URL (${e.message}); retrying…`;
+    setTimeout(connect, 3000);
+    return;
+  }
+  ws = new WebSocket(url);
   ws.binaryType = "arraybuffer";
   ws.onmessage = (message) => {
     if (typeof message.data === "string") onEvent(JSON.parse(message.data));
