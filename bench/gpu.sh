@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The `make bench` harness on a CUDA GPU with the torch engine, in under 10 minutes.
+#
+#   bench/gpu.sh [MODEL_DIR] [extra bench.run arguments...]
+#
+# MODEL_DIR: a model directory with the real Kokoro-82M torch weights (kokoro-v1_0.pth,
+# config.json, voices/), e.g. what `make weights` writes; default $KOKORO_MODEL_DIR, else
+# models/kokoro-82m. Results go to $OUT (default bench/results/gpu), so the CPU results in
+# bench/results are kept. REPEATS (default 10) TTFA samples per mode: the GPU is fast enough.
+#
+# NOT run in this repository's CI or on the dev box: there is no GPU there. Written to be run by
+# hand on a GPU machine after `make install`, with a CUDA build of torch in .venv-kokoro.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+MODEL_DIR="${1:-${KOKORO_MODEL_DIR:-models/kokoro-82m}}"
+[[ $# -gt 0 ]] && shift
+OUT="${OUT:-bench/results/gpu}"
+REPEATS="${REPEATS:-10}"
+VENV="${VENV:-.venv}"
+KOKORO_PYTHON="${KOKORO_PYTHON:-.venv-kokoro/bin/python}"
+export KOKORO_PYTHON
+
+fail() { echo "bench/gpu.sh: $*" >&2; exit 2; }
+
+[[ -x "$VENV/bin/python" ]] || fail "$VENV is missing; run \`make install\`"
+[[ -x "$KOKORO_PYTHON" ]] || fail "$KOKORO_PYTHON is missing; run \`make install\`"
+[[ -d "$MODEL_DIR" ]] || fail "no model directory at $MODEL_DIR (pass one, or run \`make weights\`)"
+ls "$MODEL_DIR"/*.pth >/dev/null 2>&1 || fail "$MODEL_DIR has no torch weights (*.pth); the torch engine needs them"
+command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: this script needs a CUDA GPU"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+"$KOKORO_PYTHON" -c 'import sys, torch; print("torch", torch.__version__, "cuda", torch.version.cuda); sys.exit(0 if torch.cuda.is_available() else 1)' \
+  || fail "torch in $KOKORO_PYTHON cannot see a CUDA device (a CPU-only build?)"
+
+export KOKORO_ENGINE=torch
+export KOKORO_DEVICE=cuda
+
+# bench.run bounds itself (--budget-s, a soft limit that trims optional repeats); `timeout` is
+# the hard stop, so a wedged GPU never holds the machine past 10 minutes.
+exec timeout --signal=INT --kill-after=20 590 \
+  "$VENV/bin/python" -m bench.run --engine torch --device cuda --model-dir "$MODEL_DIR" \
+  --out "$OUT" --repeats "$REPEATS" --budget-s 480 "$@"

@@ -1,0 +1,571 @@
+"""The measurements: a Kokoro server subprocess, and one async runner per thing we time.
+
+Every runner talks to the server over loopback with raw ``httpx`` / ``websockets`` (not the
+voicestream clients) so the timestamps are taken exactly where the bytes arrive. Time zero of a
+scenario run is the start of the agent's answer (see bench.scenario); "first audio" is the first
+non-empty HTTP body chunk or the first binary WebSocket frame, "last audio" the last one.
+
+Every wait is bounded (``RUN_TIMEOUT_S`` and friends) so a wedged server fails the benchmark
+instead of hanging it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+from websockets.asyncio.client import ClientConnection, connect
+
+from voicestream.chunker import IncrementalSentenceChunker
+
+from .scenario import Scenario, play
+
+PCM_BYTES_PER_S = 24_000 * 2  # s16le mono at the protocol's default 24 kHz
+BIDI_PATH = "/invocations-bidirectional-stream"
+RUN_TIMEOUT_S = 600.0  # one scenario run, start to last audio
+FIRST_AUDIO_TIMEOUT_S = 120.0
+QUIESCE_TIMEOUT_S = 60.0
+START_TIMEOUT_S = 240.0
+LEAD_S = 0.05  # time zero is this far after the runner is ready, so setup never eats into it
+CODECS = ("pcm", "wav", "mp3", "opus", "aac", "flac")
+
+
+class BenchError(RuntimeError):
+    """The server refused something or broke the protocol; the message says what."""
+
+
+def now() -> float:
+    return time.perf_counter()
+
+
+def spread(samples: Sequence[float], *, digits: int = 1) -> dict[str, Any]:
+    """p50/p95/min/max/n of ``samples`` (numpy's linear percentiles; p95 of few samples is close
+    to the max). Empty input gives n=0 and no statistics."""
+    values = [float(v) for v in samples if v is not None and math.isfinite(v)]
+    if not values:
+        return {"n": 0}
+    arr = np.asarray(values)
+    return {
+        "p50": round(float(np.percentile(arr, 50)), digits),
+        "p95": round(float(np.percentile(arr, 95)), digits),
+        "min": round(float(arr.min()), digits),
+        "max": round(float(arr.max()), digits),
+        "n": len(values),
+    }
+
+
+# --------------------------------------------------------------------------------------------
+# The server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServerProcess:
+    """``python -m kokoro_server serve`` from the Kokoro environment, on a free loopback port."""
+
+    python: Path
+    model_dir: Path
+    log_path: Path
+    env_overrides: dict[str, str] = field(default_factory=dict)
+    port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    started_s: float = 0.0  # seconds from spawn to the first 200 from /ping
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, *, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """Start and wait for /ping; return its JSON. Raises BenchError with the log's tail."""
+        self.port = self.port or free_port()
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        for name in ("KOKORO_MODEL_DIR", "PORT", "KOKORO_HOST"):
+            env.pop(name, None)
+        env.update(self.env_overrides)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        began = now()
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [str(self.python), "-m", "kokoro_server", "serve", "--model-dir", str(self.model_dir),
+                 "--host", "127.0.0.1", "--port", str(self.port)],
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        deadline = began + timeout_s
+        while True:
+            if self.process.poll() is not None:
+                raise BenchError(f"the Kokoro server exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                response = httpx.get(f"{self.url}/ping", timeout=2.0, trust_env=False)
+                if response.status_code == 200:
+                    self.started_s = now() - began
+                    return dict(response.json())
+            except httpx.HTTPError:
+                pass
+            if now() > deadline:
+                tail = self.log_tail()
+                self.stop()
+                raise BenchError(f"the Kokoro server did not answer /ping within {timeout_s:.0f} s:\n{tail}")
+            time.sleep(0.25)
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=15)
+
+    def log_tail(self, chars: int = 3000) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-chars:]
+        except OSError:
+            return ""
+
+
+async def ping(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:
+    response = await client.get(f"{base_url}/ping", timeout=5.0)
+    response.raise_for_status()
+    return dict(response.json())
+
+
+async def quiesce(client: httpx.AsyncClient, base_url: str, *, timeout_s: float = QUIESCE_TIMEOUT_S) -> bool:
+    """Wait until the server has no session and no model job, so runs do not overlap. False if
+    it is still busy after ``timeout_s`` (the caller records it)."""
+    deadline = now() + timeout_s
+    while now() < deadline:
+        state = await ping(client, base_url)
+        if not state.get("sessions") and not state.get("queued") and not state.get("running"):
+            return True
+        await asyncio.sleep(0.05)
+    return False
+
+
+# --------------------------------------------------------------------------------------------
+# One scenario run
+
+
+@dataclass
+class Trace:
+    """What one run saw, in seconds since its time zero."""
+
+    mode: str
+    full: bool
+    text: list[tuple[float, int]] = field(default_factory=list)  # (t, cumulative chars released)
+    pieces: list[tuple[float, str]] = field(default_factory=list)  # chunker output, when sent
+    audio: list[tuple[float, int]] = field(default_factory=list)  # (t, bytes in this chunk)
+    first_audio_s: float | None = None
+    last_audio_s: float | None = None
+    first_send_s: float | None = None  # bidi: when the first `speak` left
+    first_synthesis_ms: float | None = None  # bidi: the first utterance_end's synthesis_ms
+    synthesis_ms: float = 0.0  # bidi: sum over utterances
+    utterances: int = 0
+
+    def add_text(self, t: float, token: str) -> None:
+        chars = (self.text[-1][1] if self.text else 0) + len(token)
+        self.text.append((t, chars))
+
+    def add_audio(self, t: float, size: int) -> None:
+        if size <= 0:
+            return
+        if self.first_audio_s is None:
+            self.first_audio_s = t
+        self.last_audio_s = t if self.last_audio_s is None else max(self.last_audio_s, t)
+        self.audio.append((t, size))
+
+    @property
+    def audio_bytes(self) -> int:
+        return sum(size for _, size in self.audio)
+
+    @property
+    def audio_s(self) -> float:
+        return self.audio_bytes / PCM_BYTES_PER_S
+
+    @property
+    def ws_ttfa_ms(self) -> float | None:
+        """bidi: first binary frame minus the first `speak`'s send time."""
+        if self.first_audio_s is None or self.first_send_s is None:
+            return None
+        return (self.first_audio_s - self.first_send_s) * 1000
+
+    @property
+    def overhead_ms(self) -> float | None:
+        ttfa = self.ws_ttfa_ms
+        if ttfa is None or self.first_synthesis_ms is None:
+            return None
+        return ttfa - self.first_synthesis_ms
+
+    def timeline(self) -> dict[str, Any]:
+        """Cumulative text (chars) and audio (seconds) over time, for the plot and the JSON."""
+        audio: list[list[float]] = []
+        total = 0
+        for t, size in sorted(self.audio):
+            total += size
+            audio.append([round(t, 4), round(total / PCM_BYTES_PER_S, 4)])
+        return {
+            "text": [[round(t, 4), c] for t, c in self.text],
+            "pieces": [[round(t, 4), p] for t, p in self.pieces],
+            "audio": audio,
+        }
+
+
+@dataclass
+class Target:
+    """Where the server is."""
+
+    base_url: str
+
+    @property
+    def invocations(self) -> str:
+        return f"{self.base_url}/invocations"
+
+    @property
+    def ws_url(self) -> str:
+        return "ws" + self.base_url.removeprefix("http") + BIDI_PATH
+
+
+async def open_ws(target: Target) -> ClientConnection:
+    return await connect(target.ws_url, proxy=None, max_size=4 * 1024 * 1024, open_timeout=30,
+                         ping_interval=None)
+
+
+async def _post_audio(
+    client: httpx.AsyncClient, target: Target, body: dict[str, Any], on_data: Callable[[float, int], None],
+    *, stop: Callable[[], bool] = lambda: False,
+) -> None:
+    """POST /invocations (binary), calling ``on_data(now, len)`` per body chunk; stops early
+    (closing the connection, which cancels the server's work) once ``stop()`` is true."""
+    async with client.stream("POST", target.invocations, json=body) as response:
+        if response.status_code != 200:
+            raise BenchError(f"POST /invocations: {response.status_code} {(await response.aread())[:500]!r}")
+        async for data in response.aiter_raw():
+            if data:
+                on_data(now(), len(data))
+                if stop():
+                    return
+
+
+async def run_batch(client: httpx.AsyncClient, target: Target, scenario: Scenario, *, full: bool) -> Trace:
+    """Wait for the whole answer, then one POST for it."""
+    trace = Trace(mode="batch", full=full)
+    t0 = now() + LEAD_S
+    parts: list[str] = []
+
+    def on_token(t: float, token: str) -> None:
+        trace.add_text(t, token)
+        parts.append(token)
+
+    await play(scenario, t0, on_token)
+    text = "".join(parts).strip()
+    trace.pieces.append((now() - t0, text))
+    await asyncio.wait_for(
+        _post_audio(client, target, {"text": text, "format": "pcm", "transport": "binary"},
+                    lambda t, n: trace.add_audio(t - t0, n), stop=lambda: not full),
+        RUN_TIMEOUT_S,
+    )
+    return trace
+
+
+async def run_stream(client: httpx.AsyncClient, target: Target, scenario: Scenario, *, full: bool) -> Trace:
+    """Sentence streaming over HTTP: each sentence the chunker emits is POSTed at once (requests
+    overlap; the player would play them in order). TTFA is the first sentence's first byte."""
+    trace = Trace(mode="stream", full=full)
+    chunker = IncrementalSentenceChunker()
+    t0 = now() + LEAD_S
+    first_audio = asyncio.Event()
+    posts: list[asyncio.Task[None]] = []
+
+    first_sentence_audio: list[float] = []
+
+    def on_data(index: int, t: float, size: int) -> None:
+        trace.add_audio(t - t0, size)
+        if index == 0 and not first_audio.is_set():
+            first_sentence_audio.append(t - t0)
+            first_audio.set()
+
+    def launch(piece: str) -> None:
+        index = len(posts)
+        trace.pieces.append((now() - t0, piece))
+        body = {"text": piece, "format": "pcm", "transport": "binary"}
+        posts.append(asyncio.create_task(
+            _post_audio(client, target, body, lambda t, n: on_data(index, t, n), stop=lambda: not full)))
+
+    def on_token(t: float, token: str) -> None:
+        trace.add_text(t, token)
+        for piece in chunker.feed(token):
+            launch(piece)
+
+    async def feed() -> None:
+        await play(scenario, t0, on_token)
+        for piece in chunker.flush():
+            launch(piece)
+
+    feeder = asyncio.create_task(feed())
+    try:
+        if full:
+            await asyncio.wait_for(feeder, RUN_TIMEOUT_S)
+            await asyncio.wait_for(asyncio.gather(*posts), RUN_TIMEOUT_S)
+        else:
+            # Only the first sentence's first byte matters here; the requests still in flight
+            # are dropped below (closing their connections cancels the server's work).
+            await asyncio.wait_for(first_audio.wait(), FIRST_AUDIO_TIMEOUT_S)
+    finally:
+        feeder.cancel()
+        for post in posts:
+            post.cancel()
+        await asyncio.gather(feeder, *posts, return_exceptions=True)
+        for post in posts:  # surface a refusal instead of hiding it behind cancellation
+            if post.done() and not post.cancelled() and post.exception() is not None:
+                raise post.exception()  # type: ignore[misc]
+    if first_sentence_audio:  # TTFA is the first sentence's, whichever request answered first
+        trace.first_audio_s = first_sentence_audio[0]
+    return trace
+
+
+async def bidi_session(
+    ws: ClientConnection, scenario: Scenario, t0: float, *, full: bool, mode: str = "bidi",
+) -> Trace:
+    """One agent turn over an open WebSocket: chunker pieces (early first fragment, as the agent
+    cuts them) sent as `speak` the moment they exist, `flush` at the end, until `turn_end`.
+    With ``full=False`` it stops after the first utterance_end (cancel, wait for `cancelled`)."""
+    trace = Trace(mode=mode, full=full)
+    chunker = IncrementalSentenceChunker(early_first_fragment=True)
+    first_end = asyncio.Event()
+    sent = 0
+
+    async def receiver() -> None:
+        async for message in ws:
+            if isinstance(message, bytes):
+                trace.add_audio(now() - t0, len(message))
+                continue
+            event = json.loads(message)
+            kind = event.get("type")
+            if kind == "utterance_end":
+                trace.utterances += 1
+                trace.synthesis_ms += float(event.get("synthesis_ms", 0))
+                if trace.first_synthesis_ms is None:
+                    trace.first_synthesis_ms = float(event.get("synthesis_ms", 0))
+                    first_end.set()
+            elif kind in ("turn_end", "cancelled"):
+                return
+            elif kind == "error":
+                raise BenchError(f"the server sent an error: {event}")
+        raise BenchError("the WebSocket closed before turn_end")
+
+    async def send(piece: str) -> None:
+        nonlocal sent
+        sent += 1
+        t = now() - t0
+        trace.pieces.append((t, piece))
+        if trace.first_send_s is None:
+            trace.first_send_s = t
+        await ws.send(json.dumps({"type": "speak", "id": f"u{sent}", "text": piece}))
+
+    async def on_token(t: float, token: str) -> None:
+        trace.add_text(t, token)
+        for piece in chunker.feed(token):
+            await send(piece)
+
+    async def feed() -> None:
+        await play(scenario, t0, on_token)
+        for piece in chunker.flush():
+            await send(piece)
+        await ws.send(json.dumps({"type": "flush"}))
+
+    rx = asyncio.create_task(receiver())
+    feeder = asyncio.create_task(feed())
+    try:
+        if full:
+            await asyncio.wait_for(asyncio.gather(rx, feeder), RUN_TIMEOUT_S)
+        else:
+            waiter = asyncio.create_task(first_end.wait())
+            done, _ = await asyncio.wait({rx, waiter}, timeout=FIRST_AUDIO_TIMEOUT_S,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            waiter.cancel()
+            if not done:
+                raise BenchError(f"no utterance_end within {FIRST_AUDIO_TIMEOUT_S:.0f} s")
+            if rx in done:
+                rx.result()  # an error or an early close
+            feeder.cancel()
+            await asyncio.gather(feeder, return_exceptions=True)
+            if not rx.done():
+                await ws.send(json.dumps({"type": "cancel"}))
+                await asyncio.wait_for(rx, 30.0)
+    finally:
+        feeder.cancel()
+        rx.cancel()
+        await asyncio.gather(feeder, rx, return_exceptions=True)
+    return trace
+
+
+async def close_ws(ws: ClientConnection) -> None:
+    try:
+        await ws.send(json.dumps({"type": "close"}))
+    except Exception:  # noqa: BLE001 - closing anyway
+        pass
+    await ws.close()
+
+
+async def run_bidi(target: Target, scenario: Scenario, *, full: bool) -> Trace:
+    """One session, opened before time zero (the agent holds it for the conversation)."""
+    ws = await open_ws(target)
+    try:
+        return await bidi_session(ws, scenario, now() + LEAD_S, full=full)
+    finally:
+        await close_ws(ws)
+
+
+RUNNERS: dict[str, Callable[..., Awaitable[Trace]]] = {
+    "batch": lambda client, target, scenario, full: run_batch(client, target, scenario, full=full),
+    "stream": lambda client, target, scenario, full: run_stream(client, target, scenario, full=full),
+    "bidi": lambda client, target, scenario, full: run_bidi(target, scenario, full=full),
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Server overhead, the concurrency ladder, codecs
+
+
+async def probe_overhead(target: Target, text: str, count: int) -> list[dict[str, float]]:
+    """`speak` ``text`` ``count`` times on one session, one at a time: TTFA from the send to the
+    first binary frame, the engine's synthesis_ms, and their difference (server overhead: G2P,
+    queueing, encoding, framing, loopback)."""
+    samples: list[dict[str, float]] = []
+    ws = await open_ws(target)
+    try:
+        for i in range(count):
+            sent = now()
+            await ws.send(json.dumps({"type": "speak", "id": f"probe{i}", "text": text}))
+            first: float | None = None
+            while True:
+                message = await asyncio.wait_for(ws.recv(), FIRST_AUDIO_TIMEOUT_S)
+                if isinstance(message, bytes):
+                    first = first if first is not None else now()
+                    continue
+                event = json.loads(message)
+                if event.get("type") == "error":
+                    raise BenchError(f"the server sent an error: {event}")
+                if event.get("type") == "utterance_end":
+                    if first is None:
+                        raise BenchError("utterance_end without audio")
+                    ttfa = (first - sent) * 1000
+                    synthesis = float(event["synthesis_ms"])
+                    samples.append({"ttfa_ms": ttfa, "synthesis_ms": synthesis, "overhead_ms": ttfa - synthesis,
+                                    "audio_ms": float(event.get("audio_ms", 0))})
+                    break
+    finally:
+        await close_ws(ws)
+    return samples
+
+
+async def ladder_rung(target: Target, scenario: Scenario, sessions: int) -> dict[str, Any]:
+    """``sessions`` agents, each on its own WebSocket, all starting the scenario at the same
+    time zero. Returns per-session TTFA and audio, and the wall time to the last audio."""
+    sockets = [await open_ws(target) for _ in range(sessions)]
+    try:
+        t0 = now() + 0.2
+        traces = await asyncio.wait_for(
+            asyncio.gather(*(bidi_session(ws, scenario, t0, full=True, mode=f"ladder{sessions}") for ws in sockets)),
+            RUN_TIMEOUT_S,
+        )
+    finally:
+        await asyncio.gather(*(close_ws(ws) for ws in sockets), return_exceptions=True)
+    ttfa = [t.first_audio_s * 1000 for t in traces if t.first_audio_s is not None]
+    if len(ttfa) != sessions:
+        raise BenchError(f"{sessions - len(ttfa)} of {sessions} sessions got no audio")
+    last = max(t.last_audio_s or 0.0 for t in traces)
+    return {
+        "ttfa_ms": ttfa,
+        "audio_s": sum(t.audio_s for t in traces),
+        "wall_s": last,
+        "overhead_ms": [t.overhead_ms for t in traces if t.overhead_ms is not None],
+    }
+
+
+def _sse_events(buffer: bytearray) -> list[tuple[str, dict[str, Any]]]:
+    """Pop complete ``event:/data:`` blocks off ``buffer``."""
+    events: list[tuple[str, dict[str, Any]]] = []
+    while True:
+        buffer[:] = buffer.replace(b"\r\n", b"\n")
+        end = buffer.find(b"\n\n")
+        if end < 0:
+            return events
+        block = bytes(buffer[:end]).decode()
+        del buffer[: end + 2]
+        name, data = "message", ""
+        for line in block.split("\n"):
+            if line.startswith("event:"):
+                name = line[6:].strip()
+            elif line.startswith("data:"):
+                data += line[5:].strip()
+        events.append((name, json.loads(data) if data else {}))
+
+
+async def codec_binary(client: httpx.AsyncClient, target: Target, text: str, fmt: str) -> dict[str, float]:
+    """Binary POST: first body byte after the request left, total bytes."""
+    began = now()
+    stamps: list[float] = []
+    size = 0
+
+    def on_data(t: float, n: int) -> None:
+        nonlocal size
+        stamps.append(t)
+        size += n
+
+    await asyncio.wait_for(_post_audio(client, target, {"text": text, "format": fmt, "transport": "binary"},
+                                       on_data), RUN_TIMEOUT_S)
+    if not stamps:
+        raise BenchError(f"{fmt}: no audio bytes")
+    return {"first_byte_ms": (stamps[0] - began) * 1000, "bytes": float(size)}
+
+
+async def codec_sse(client: httpx.AsyncClient, target: Target, text: str, fmt: str) -> dict[str, float]:
+    """SSE POST: first `audio` event after the request left, and the `end` event's audio_ms and
+    synthesis_ms (model time), so the first byte can be read with the model's time taken out."""
+    began = now()
+    first: float | None = None
+    end: dict[str, Any] | None = None
+    buffer = bytearray()
+
+    async def go() -> None:
+        nonlocal first, end
+        body = {"text": text, "format": fmt, "transport": "sse"}
+        async with client.stream("POST", target.invocations, json=body) as response:
+            if response.status_code != 200:
+                raise BenchError(f"POST /invocations (sse, {fmt}): {response.status_code}")
+            async for data in response.aiter_raw():
+                buffer.extend(data)
+                for name, payload in _sse_events(buffer):
+                    if name == "audio" and first is None:
+                        first = now()
+                    elif name == "end":
+                        end = payload
+                    elif name == "error":
+                        raise BenchError(f"sse error ({fmt}): {payload}")
+
+    await asyncio.wait_for(go(), RUN_TIMEOUT_S)
+    if first is None or end is None:
+        raise BenchError(f"{fmt}: the SSE stream had no audio or no end event")
+    first_ms = (first - began) * 1000
+    return {"first_audio_ms": first_ms, "audio_ms": float(end["audio_ms"]),
+            "synthesis_ms": float(end["synthesis_ms"]), "chunks": float(end.get("chunks", 0)),
+            "first_minus_model_ms": first_ms - float(end["synthesis_ms"])}
