@@ -81,7 +81,10 @@ def check_text(value: object, *, name: str = "text", allow_empty: bool = False) 
 def check_speed(value: object, *, name: str = "speed") -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _invalid(name, f"must be a number, got {type(value).__name__}")
-    speed = float(value)
+    try:
+        speed = float(value)
+    except OverflowError:  # an integer too large for a float (JSON allows any length): out of range
+        speed = math.inf
     if not math.isfinite(speed) or not SPEED_MIN <= speed <= SPEED_MAX:
         raise _invalid(name, f"must be between {SPEED_MIN} and {SPEED_MAX}, got {value!r}")
     return speed
