@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ModelDirError, PackagedWeightsError) as exc:
         print(f"kokoro-server: cannot start: {exc}", file=sys.stderr)
         return EXIT_BAD_MODEL
-    from .app import create_app
+    from .app import create_app, websocket_protocol
 
     app = create_app(settings=settings, synth_factory=factory)
     uvicorn.run(
@@ -99,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         host=args.host or settings.host,
         port=args.port or settings.port,
         log_level="info",
+        ws=websocket_protocol(),  # uvicorn's sans-I/O protocol, able to drop a client that stopped reading
         ws_max_size=1024 * 1024,  # frames over our 64 KiB limit get an error frame, not a dropped socket
         ws_ping_interval=20.0,
         ws_ping_timeout=20.0,

@@ -3,10 +3,15 @@
 ``GET /ping`` answers 200 only once the model is loaded and warmed up, and never runs inference.
 ``POST /invocations`` and ``WS /invocations-bidirectional-stream`` share the model through a
 fair scheduler (see scheduler.py).
+
+Close codes of the WebSocket (docs/protocol.md#close-codes): 1000 after `close`, 1009 for a frame
+over 1 MiB (uvicorn), 1013 at the session limit, 4001 after the idle timeout, 4002 for a client
+that stopped reading (its connection is then aborted, so it holds no socket or buffer either).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -20,12 +25,17 @@ from starlette.websockets import WebSocket
 from .config import Settings
 from .invocations import invocations
 from .scheduler import FairScheduler
-from .session import Session
+from .session import CLOSE, IDLE, STALLED, Session
 from .synth import Synthesizer
 
 log = logging.getLogger(__name__)
 
 BUSY_CLOSE_CODE = 1013  # RFC 6455 "Try Again Later"
+IDLE_CLOSE_CODE = 4001  # no message and nothing to speak for KOKORO_IDLE_TIMEOUT_S
+STALLED_CLOSE_CODE = 4002  # the client read nothing for KOKORO_SEND_TIMEOUT_S while audio waited
+# The scope extension through which the server's WebSocket protocol (AbortableWebSocketProtocol)
+# lets the app cut a connection whose peer stopped reading: a close frame cannot reach it.
+ABORT_EXTENSION = "kokoro.abort"
 
 
 async def ping(request: Request) -> JSONResponse:
@@ -34,13 +44,17 @@ async def ping(request: Request) -> JSONResponse:
     if synth is None or not state.ready:
         return JSONResponse({"status": "loading"}, status_code=503)
     scheduler = synth.scheduler
+    settings: Settings = state.settings
     return JSONResponse({
         "status": "ok",
         "engine": synth.engine.name,
         "device": synth.engine.device,
         "sessions": state.sessions,
+        "max_sessions": settings.max_sessions,
+        "busy": state.sessions >= settings.max_sessions,  # new sessions are refused with 1013
         "queued": scheduler.queued,
         "running": scheduler.running,
+        "tasks": len(asyncio.all_tasks()),  # asyncio tasks alive in the server: a leak shows here
     })
 
 
@@ -55,12 +69,45 @@ async def bidirectional(websocket: WebSocket) -> None:
         return
     state.sessions += 1
     try:
-        asked_to_close = await Session(websocket=websocket, synth=state.synth, settings=settings).run()
+        outcome = await Session(websocket=websocket, synth=state.synth, settings=settings).run()
     finally:
         state.sessions -= 1
-    if asked_to_close:
+    if outcome == CLOSE:
         with contextlib.suppress(Exception):
             await websocket.close(code=1000)
+    elif outcome == IDLE:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(websocket.close(code=IDLE_CLOSE_CODE, reason="idle timeout"), 5.0)
+    elif outcome == STALLED:
+        await _drop(websocket, settings.send_timeout_s)
+
+
+async def _drop(websocket: WebSocket, grace_s: float) -> None:
+    """Close a client that stopped reading with 4002; if it still reads nothing within ``grace_s``
+    (the close frame waits behind the audio it left unread), abort the connection."""
+    with contextlib.suppress(Exception):
+        await asyncio.wait_for(websocket.close(code=STALLED_CLOSE_CODE, reason="client not reading"), grace_s)
+        return
+    abort = websocket.scope.get("extensions", {}).get(ABORT_EXTENSION)
+    if abort is not None:
+        abort()
+        log.warning("aborted the connection of a client that read nothing")
+
+
+def websocket_protocol() -> type | str:
+    """uvicorn's WebSocket protocol with ABORT_EXTENSION in each connection's scope ("auto" when
+    uvicorn's sans-I/O protocol is not there to extend)."""
+    try:
+        from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+    except ImportError:  # pragma: no cover
+        return "auto"
+
+    class AbortableWebSocketProtocol(WebSocketsSansIOProtocol):
+        async def run_asgi(self) -> None:
+            self.scope.setdefault("extensions", {})[ABORT_EXTENSION] = self.transport.abort
+            await super().run_asgi()
+
+    return AbortableWebSocketProtocol
 
 
 def create_app(*, settings: Settings, synth_factory) -> Starlette:

@@ -28,6 +28,28 @@ def _int(env: dict[str, str], name: str, default: int, *, minimum: int = 1) -> i
     return value
 
 
+def _seconds(env: dict[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"{name}: expected a number of seconds, got {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ConfigError(f"{name}: must be a positive number of seconds, got {raw!r}")
+    return value
+
+
+# Limits, all configurable from the environment (docs/protocol.md#limits lists them with these
+# defaults). Past any of them a client gets an error frame or a documented close code.
+DEFAULT_MAX_SESSIONS = 64
+DEFAULT_MAX_TURN_CHARS = 100_000
+DEFAULT_MAX_QUEUED_UTTERANCES = 64
+DEFAULT_IDLE_TIMEOUT_S = 300.0  # a session with no message and nothing to speak for this long is closed (4001)
+DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long while audio waits is dropped (4002)
+
+
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     """Everything the server needs to start. ``from_env`` documents each variable."""
@@ -38,9 +60,12 @@ class Settings:
     default_voice: str | None = None
     host: str = "127.0.0.1"
     port: int = 8080
-    max_sessions: int = 64
+    max_sessions: int = DEFAULT_MAX_SESSIONS
     max_text_chars: int = MAX_TEXT_CHARS
-    max_queued_utterances: int = 64
+    max_turn_chars: int = DEFAULT_MAX_TURN_CHARS
+    max_queued_utterances: int = DEFAULT_MAX_QUEUED_UTTERANCES
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S
     warmup: bool = True
 
     @classmethod
@@ -64,8 +89,11 @@ class Settings:
             default_voice=env.get("KOKORO_DEFAULT_VOICE") or None,
             host=env.get("KOKORO_HOST", "127.0.0.1"),
             port=_int(env, "PORT", 8080),
-            max_sessions=_int(env, "KOKORO_MAX_SESSIONS", 64),
+            max_sessions=_int(env, "KOKORO_MAX_SESSIONS", DEFAULT_MAX_SESSIONS),
             max_text_chars=min(_int(env, "KOKORO_MAX_TEXT_CHARS", MAX_TEXT_CHARS), MAX_TEXT_CHARS),
-            max_queued_utterances=_int(env, "KOKORO_MAX_QUEUED_UTTERANCES", 64),
+            max_turn_chars=_int(env, "KOKORO_MAX_TURN_CHARS", DEFAULT_MAX_TURN_CHARS),
+            max_queued_utterances=_int(env, "KOKORO_MAX_QUEUED_UTTERANCES", DEFAULT_MAX_QUEUED_UTTERANCES),
+            idle_timeout_s=_seconds(env, "KOKORO_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S),
+            send_timeout_s=_seconds(env, "KOKORO_SEND_TIMEOUT_S", DEFAULT_SEND_TIMEOUT_S),
             warmup=env.get("KOKORO_WARMUP", "1") not in ("0", "false", "no"),
         )

@@ -34,13 +34,29 @@ def error_response(exc: ProtocolError, status: int = 400) -> JSONResponse:
     return JSONResponse({"error": {k: v for k, v in exc.to_dict().items() if k != "type"}}, status_code=status)
 
 
+def _too_large() -> JSONResponse:
+    return error_response(ProtocolError("body_too_large", f"request body is over {MAX_BODY_BYTES} bytes"), 413)
+
+
+async def _read_body(request: Request) -> bytes | None:
+    """The body, or None once it passes MAX_BODY_BYTES: read no further than that, so a huge or
+    endless body costs the server at most the limit in memory."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return None
+    body = bytearray()
+    async for part in request.stream():
+        body += part
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    return bytes(body)
+
+
 async def invocations(request: Request) -> Response:
     synth: Synthesizer = request.app.state.synth
-    body = await request.body()
-    if len(body) > MAX_BODY_BYTES:
-        return error_response(
-            ProtocolError("body_too_large", f"request body of {len(body)} bytes is over {MAX_BODY_BYTES}"), 413
-        )
+    body = await _read_body(request)
+    if body is None:
+        return _too_large()
     try:
         req = parse_request(body)
         voice = synth.resolve_voice(req.voice)

@@ -5,6 +5,11 @@ one's G2P and model jobs at once (a :class:`Speech`), so sentence N+1 is on its 
 N still plays. The speaker sends utterances' audio strictly in order. The writer owns the socket;
 every outgoing frame passes through its queue tagged with the session's generation, and a cancel
 bumps the generation, so no audio of a cancelled turn leaves after the ``cancelled`` frame.
+
+Nothing a client does holds the server's resources without bound: the outbox holds at most
+OUTBOX_FRAMES frames, a send that makes no progress for ``send_timeout_s`` ends the session
+(``stalled``: the app closes it with 4002 and aborts the connection), and a session with no
+message and nothing to speak for ``idle_timeout_s`` ends (``idle``: 4001).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +36,12 @@ log = logging.getLogger(__name__)
 
 AUDIO_FRAME_BYTES = 9_600  # 200 ms of 24 kHz s16 mono: small enough to stop fast, big enough to be cheap
 OUTBOX_FRAMES = 32  # frames a slow reader may leave unsent before the speaker waits for it
-MAX_TURN_CHARS = 100_000  # text one turn may carry in deltas and speaks together
+
+# How a session ended; the app turns each into a close code (docs/protocol.md#close-codes).
+CLOSE = "close"  # the client sent `close`: 1000
+DISCONNECT = "disconnect"  # the client went away
+IDLE = "idle"  # no message and nothing to speak for idle_timeout_s: 4001
+STALLED = "stalled"  # the client read nothing for send_timeout_s while audio waited: 4002
 
 
 @dataclass(eq=False, kw_only=True)
@@ -73,26 +84,41 @@ class Session:
         self._last_speech: Speech | None = None
         self._work: asyncio.Queue[_Utterance | _TurnEnd] = asyncio.Queue()
         self._outbox: asyncio.Queue[tuple[int | None, Any]] = asyncio.Queue(OUTBOX_FRAMES)
+        self._last_active = time.monotonic()  # the last client message, or the last frame sent
 
     @property
     def owner(self) -> object:
         return self
 
-    async def run(self) -> bool:
-        """Serve until the client leaves; return True when it asked to close (the socket is open)."""
+    async def run(self) -> str:
+        """Serve until the session ends; return how: CLOSE, DISCONNECT, IDLE or STALLED.
+
+        After CLOSE and IDLE the socket is still open (the app closes it with the code)."""
         writer = asyncio.create_task(self._write(), name="session-writer")
         speaker = asyncio.create_task(self._speak_all(), name="session-speaker")
         reader = asyncio.create_task(self._read(), name="session-reader")
         try:
             done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
-            if reader in done and not reader.cancelled() and reader.result() == "close":
-                self._drop_everything()  # `close` ends the session: nothing more is spoken
+            if writer in done:
+                if not writer.cancelled() and writer.exception() is None and writer.result() == STALLED:
+                    return STALLED
+                return DISCONNECT
+            if reader.cancelled() or reader.exception() is not None:
+                log.error("session reader failed", exc_info=None if reader.cancelled() else reader.exception())
+                return DISCONNECT
+            outcome = reader.result()
+            if outcome in (CLOSE, IDLE):
+                self._drop_everything()  # the session ends: nothing more is spoken
+                if outcome == IDLE:
+                    await self._control({
+                        "type": "error", "code": "idle_timeout",
+                        "message": f"no message for {self._limits.idle_timeout_s:g} s: closing the session",
+                    })
                 try:  # but the control frames already queued (errors, cancelled) still go out
                     await asyncio.wait_for(self._outbox.join(), timeout=1.0)
                 except asyncio.TimeoutError:
                     pass
-                return True
-            return False
+            return outcome
         finally:
             for task in (reader, speaker, writer):
                 task.cancel()
@@ -101,29 +127,59 @@ class Session:
 
     # ---- reader ---------------------------------------------------------------------------
 
+    def _busy(self) -> bool:
+        """Something is still to be spoken or sent: the session is not idle."""
+        return bool(self._open) or not self._work.empty() or not self._outbox.empty()
+
     async def _read(self) -> str:
-        while True:
-            try:
-                message = await self._ws.receive()
-            except (WebSocketDisconnect, RuntimeError):
-                return "disconnect"
-            if message["type"] == "websocket.disconnect":
-                return "disconnect"
-            raw = message.get("text")
-            if raw is None:
-                raw = message.get("bytes") or b""
-            try:
-                parsed = parse_client_message(raw)
-            except ProtocolError as exc:
-                await self._control(exc.to_dict())
-                continue
+        receiving: asyncio.Future[Any] | None = None
+        idle_s = self._limits.idle_timeout_s
+        try:
+            while True:
+                if receiving is None:  # one receive at a time, never cancelled mid-message
+                    receiving = asyncio.ensure_future(self._ws.receive())
+                wait_s = max(0.05, self._last_active + idle_s - time.monotonic())
+                done, _ = await asyncio.wait({receiving}, timeout=wait_s)
+                if not done:
+                    if self._busy():
+                        self._last_active = time.monotonic()
+                    elif time.monotonic() - self._last_active >= idle_s:
+                        return IDLE
+                    continue
+                try:
+                    message = receiving.result()
+                except (WebSocketDisconnect, RuntimeError, OSError):
+                    return DISCONNECT
+                finally:
+                    receiving = None
+                if message["type"] == "websocket.disconnect":
+                    return DISCONNECT
+                self._last_active = time.monotonic()
+                raw = message.get("text")
+                if raw is None:
+                    raw = message.get("bytes") or b""
+                if await self._message(raw) == CLOSE:
+                    return CLOSE
+        finally:
+            if receiving is not None:
+                receiving.cancel()
+
+    async def _message(self, raw: str | bytes) -> str | None:
+        """Handle one client frame; any refusal is an error frame and the session goes on."""
+        parsed: Any = None
+        try:
+            parsed = parse_client_message(raw)
             if isinstance(parsed, Close):
-                return "close"
-            try:
-                await self._handle(parsed)
-            except ProtocolError as exc:
-                exc.id = exc.id or getattr(parsed, "id", None)
-                await self._control(exc.to_dict())
+                return CLOSE
+            await self._handle(parsed)
+        except ProtocolError as exc:
+            exc.id = exc.id or getattr(parsed, "id", None)
+            await self._control(exc.to_dict())
+        except Exception as exc:  # a bug, not the client's fault: say so, keep the session
+            log.exception("message handling failed")
+            await self._control({"type": "error", "code": "internal_error",
+                                 "message": f"internal error: {type(exc).__name__}"})
+        return None
 
     async def _handle(self, message: Any) -> None:
         if isinstance(message, Configure):
@@ -167,16 +223,17 @@ class Session:
             "voices": sorted(self._synth.voices),
             "limits": {
                 "max_text_chars": self._limits.max_text_chars,
-                "max_turn_chars": MAX_TURN_CHARS,
+                "max_turn_chars": self._limits.max_turn_chars,
                 "max_queued_utterances": self._limits.max_queued_utterances,
                 "max_frame_bytes": MAX_FRAME_BYTES,
             },
         })
 
     def _count_turn_text(self, text: str) -> None:
-        if self._turn_chars + len(text) > MAX_TURN_CHARS:
+        limit = self._limits.max_turn_chars
+        if self._turn_chars + len(text) > limit:
             raise ProtocolError(
-                "text_too_long", f"text: turn {self._turn} is over the limit of {MAX_TURN_CHARS} characters", field="text"
+                "text_too_long", f"text: turn {self._turn} is over the limit of {limit} characters", field="text"
             )
         self._turn_chars += len(text)
 
@@ -222,6 +279,7 @@ class Session:
         for utterance in self._open.values():
             utterance.speech.cancel()
         self._open.clear()
+        self._stats.clear()  # the dropped turns' turn_end frames are never sent
         self._last_speech = None
         self._chunker.reset()
         self._synth.scheduler.cancel_owner(self.owner)
@@ -269,6 +327,7 @@ class Session:
             return  # this utterance was cancelled; the reader already said so
         except Exception as exc:
             encoder.close()
+            utt.speech.cancel()  # its producer and queued model jobs stop with it
             log.exception("utterance %s failed", utt.id)
             self._open.pop(utt.id, None)
             await self._emit(utt.gen, {
@@ -302,16 +361,25 @@ class Session:
     async def _control(self, payload: dict[str, Any]) -> None:
         await self._emit(None, payload)
 
-    async def _write(self) -> None:
+    async def _write(self) -> str:
+        """Send the outbox in order; return STALLED when one send makes no progress for
+        send_timeout_s (the client stopped reading: its socket buffers are full)."""
+        timeout = self._limits.send_timeout_s
         while True:
             gen, payload = await self._outbox.get()
             try:
                 if gen is not None and gen != self._gen:
                     continue  # audio of a cancelled turn: never sent
                 if isinstance(payload, bytes):
-                    await self._ws.send_bytes(payload)
+                    sending = self._ws.send_bytes(payload)
                 else:
-                    await self._ws.send_text(json.dumps(payload))
+                    sending = self._ws.send_text(json.dumps(payload))
+                try:
+                    await asyncio.wait_for(sending, timeout)
+                except asyncio.TimeoutError:
+                    log.warning("client read nothing for %.1f s: dropping the session", timeout)
+                    return STALLED
+                self._last_active = time.monotonic()
             finally:
                 self._outbox.task_done()
 

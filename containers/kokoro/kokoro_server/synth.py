@@ -120,6 +120,7 @@ class Speech:
         try:
             if self._after is not None:
                 await self._after.all_queued.wait()
+                self._after = None  # no chain of every earlier speech kept alive by the latest one
             for sentence in iter_sentences(self._text):
                 for phonemes in await self._synth.phonemize(sentence, voice=self._voice):
                     future = self._synth.submit(
@@ -150,6 +151,7 @@ class Speech:
 
     def cancel(self) -> None:
         self._producer.cancel()
+        self._after = None
         self.all_queued.set()
         for future in self._pending:
             future.cancel()

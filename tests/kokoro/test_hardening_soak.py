@@ -1,0 +1,39 @@
+"""A small soak (bench/soak.py) in every test run: 32 concurrent sessions, random cancels. The
+long one is ``python -m bench.soak`` (32 sessions x 20 turns by default)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.soak import soak
+from conftest import Server, start_server
+
+pytestmark = pytest.mark.kokoro
+
+
+@pytest.fixture(scope="module")
+def roomy(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """Its own server: the soak's figures (RSS, descriptors, tasks) are this process's alone."""
+    running = start_server(tiny_model, tmp_path_factory.mktemp("soak") / "server.log",
+                           env={"KOKORO_WARMUP": "0"})
+    yield running
+    running.process.terminate()
+    try:
+        running.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        running.process.kill()
+
+
+def test_32_sessions_with_random_cancels_cross_nothing_and_leak_nothing(roomy: Server) -> None:
+    result = asyncio.run(soak(http_url=roomy.http, pid=roomy.process.pid, sessions=32, turns=2,
+                              cancel_rate=0.3, seed=8, rss_tolerance_mib=64.0, warmup_turns=1))
+    print(json.dumps(result))
+    assert result["problems"] == []
+    assert result["turns_done"] == 64 and result["cancels"] > 0 and result["utterances"] > 0
+    assert result["max_concurrent_sessions"] >= 16  # they really ran side by side
