@@ -1,0 +1,327 @@
+"""A bounded soak of the Kokoro server on loopback: many concurrent sessions, many turns, random
+cancels, and what must hold across all of it.
+
+    python -m bench.soak [--sessions 32] [--turns 20] [--cancel-rate 0.25] [--seed 1]
+                         [--url http://127.0.0.1:PORT --pid PID] [--model-dir DIR] [--json OUT]
+
+Without ``--url`` it builds a tiny random-weight model (or serves ``--model-dir``) and starts the
+server from the Kokoro environment (``.venv-kokoro``, or $KOKORO_PYTHON) on a free port.
+
+Checked, and the run fails (exit 1) when one does not hold:
+
+- no audio crosses sessions: every utterance id a session sees is one it sent, every
+  ``utterance_end`` closes the utterance last started, its ``bytes`` equal the binary frames
+  received between its start and end, and no binary frame arrives outside an utterance;
+- after a ``cancel``, no frame of the cancelled utterances follows ``cancelled``;
+- every session finishes every turn (no starvation); fairness is reported as the spread of the
+  sessions' mean time to first audio;
+- the server's RSS (``/proc/<pid>/status``) stays flat after warm-up (``--warmup-turns`` turns of
+  every session, cancels included, which grow the allocator's arenas to their working size): idle
+  after the run within ``--rss-tolerance-mib`` of idle after warm-up, and the peak of the run's
+  second half within the same tolerance of its first half's (a leak keeps growing; a working set
+  does not);
+- its file descriptors (``/proc/<pid>/fd``) and asyncio tasks (``/ping`` ``tasks``) are back to
+  their idle counts at the end, and it is idle (no session, job or model run).
+
+Only the standard library, ``websockets`` and ``httpx``: it runs in either environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import random
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from websockets.asyncio.client import connect
+
+REPO = Path(__file__).resolve().parents[1]
+TEXTS = ["Hello there.", "Yes, of course.", "The weather is fine.", "Good morning to you.", "Thanks a lot."]
+
+
+class SoakFailure(AssertionError):
+    """An invariant did not hold; the message says which and where."""
+
+
+@dataclass
+class SessionLog:
+    number: int
+    turns_done: int = 0
+    utterances: int = 0
+    cancels: int = 0
+    audio_bytes: int = 0
+    first_audio_s: list[float] = field(default_factory=list)
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise SoakFailure(f"no VmRSS for pid {pid}")
+
+
+def fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def _ping(http: httpx.AsyncClient) -> dict[str, Any]:
+    return (await http.get("/ping")).json()
+
+
+async def _wait_idle(http: httpx.AsyncClient, *, timeout: float = 30.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    status = await _ping(http)
+    while time.monotonic() < deadline:
+        if (status["sessions"], status["queued"], status["running"]) == (0, 0, 0):
+            break
+        await asyncio.sleep(0.1)
+        status = await _ping(http)
+    return status
+
+
+async def _session(ws_url: str, number: int, turns: int, cancel_rate: float, rng: random.Random,
+                   timeout: float) -> SessionLog:
+    log = SessionLog(number=number)
+    prefix = f"s{number}-"
+    async with connect(ws_url, max_size=None, open_timeout=30) as ws:
+        await ws.send(json.dumps({"type": "configure", "format": "pcm"}))
+        configured = json.loads(await asyncio.wait_for(ws.recv(), timeout))
+        if configured.get("type") != "configured":
+            raise SoakFailure(f"session {number}: expected configured, got {configured}")
+        for turn in range(turns):
+            ids = [f"{prefix}t{turn}-u{k}" for k in range(rng.randint(1, 2))]
+            cancel = rng.random() < cancel_rate
+            sent_at = time.perf_counter()
+            for uid in ids:
+                await ws.send(json.dumps({"type": "speak", "id": uid, "text": rng.choice(TEXTS)}))
+            if not cancel:
+                await ws.send(json.dumps({"type": "flush"}))
+            current: str | None = None
+            counted = 0
+            first_audio = True
+            cancelled = False
+            deadline = time.monotonic() + timeout
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise SoakFailure(f"session {number} turn {turn}: no end within {timeout}s")
+                frame = await asyncio.wait_for(ws.recv(), left)
+                if isinstance(frame, bytes):
+                    if cancelled:
+                        raise SoakFailure(f"session {number}: audio after cancelled")
+                    if current is None:
+                        raise SoakFailure(f"session {number}: {len(frame)} audio bytes outside any utterance")
+                    counted += len(frame)
+                    log.audio_bytes += len(frame)
+                    if first_audio:
+                        log.first_audio_s.append(time.perf_counter() - sent_at)
+                        first_audio = False
+                        if cancel:  # barge in once audio flows
+                            await ws.send(json.dumps({"type": "cancel"}))
+                    continue
+                event = json.loads(frame)
+                kind = event.get("type")
+                if kind == "utterance_start":
+                    if cancelled:
+                        raise SoakFailure(f"session {number}: utterance_start after cancelled: {event}")
+                    if not str(event["id"]).startswith(prefix) or event["id"] not in ids:
+                        raise SoakFailure(f"session {number}: foreign utterance {event['id']!r} (sent {ids})")
+                    current, counted = event["id"], 0
+                elif kind == "utterance_end":
+                    if event["id"] != current:
+                        raise SoakFailure(f"session {number}: end of {event['id']!r} while {current!r} was open")
+                    if event["bytes"] != counted:
+                        raise SoakFailure(f"session {number}: {event['id']} announced {event['bytes']} bytes, "
+                                          f"received {counted}")
+                    log.utterances += 1
+                    current = None
+                elif kind == "cancelled":
+                    cancelled = True
+                    current = None
+                    log.cancels += 1
+                    break
+                elif kind == "turn_end":
+                    if current is not None:
+                        raise SoakFailure(f"session {number}: turn_end with {current!r} open")
+                    break
+                else:
+                    raise SoakFailure(f"session {number}: unexpected {event}")
+            log.turns_done += 1
+        await ws.send(json.dumps({"type": "close"}))
+    return log
+
+
+async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, cancel_rate: float = 0.25,
+               seed: int = 1, rss_tolerance_mib: float = 64.0, turn_timeout_s: float = 120.0,
+               warmup_turns: int = 2) -> dict[str, Any]:
+    """Run the soak against a server already up at ``http_url`` (its process ``pid``); return the
+    figures, raising SoakFailure when an invariant does not hold."""
+    ws_url = http_url.replace("http://", "ws://", 1).rstrip("/") + "/invocations-bidirectional-stream"
+    rng = random.Random(seed)
+    async with httpx.AsyncClient(base_url=http_url, timeout=10, trust_env=False) as http:
+        idle = await _wait_idle(http)
+        fds_before, tasks_before = fd_count(pid), idle["tasks"]
+        rss_start = rss_kib(pid)
+        # warm-up: every session for a few turns, so allocator arenas and caches have grown
+        await asyncio.gather(*(_session(ws_url, n, warmup_turns, cancel_rate, random.Random(rng.random()),
+                                        turn_timeout_s) for n in range(sessions)))
+        await _wait_idle(http)
+        rss_warm = rss_kib(pid)
+        samples: list[int] = []
+        max_sessions_seen = 0
+
+        async def sample() -> None:
+            nonlocal max_sessions_seen
+            while True:
+                samples.append(rss_kib(pid))
+                with contextlib.suppress(httpx.HTTPError):
+                    max_sessions_seen = max(max_sessions_seen, (await _ping(http))["sessions"])
+                await asyncio.sleep(0.5)
+
+        sampler = asyncio.create_task(sample())
+        started = time.perf_counter()
+        try:
+            logs = await asyncio.gather(*(
+                _session(ws_url, n, turns, cancel_rate, random.Random(rng.random()), turn_timeout_s)
+                for n in range(sessions)))
+        finally:
+            sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sampler
+        elapsed = time.perf_counter() - started
+        status = await _wait_idle(http)
+        for _ in range(50):  # the last connections' tasks and sockets wind down
+            if fd_count(pid) <= fds_before and status["tasks"] <= tasks_before:
+                break
+            await asyncio.sleep(0.1)
+            status = await _ping(http)
+        rss_end = rss_kib(pid)
+        means = [statistics.fmean(log.first_audio_s) for log in logs if log.first_audio_s]
+        half = len(samples) // 2
+        first_half_peak = max(samples[:half] or [rss_warm])
+        second_half_peak = max(samples[half:] or [rss_end])
+        result = {
+            "sessions": sessions, "turns": turns, "cancel_rate": cancel_rate, "seed": seed,
+            "elapsed_s": round(elapsed, 1),
+            "max_concurrent_sessions": max_sessions_seen,
+            "turns_done": sum(log.turns_done for log in logs),
+            "utterances": sum(log.utterances for log in logs), "cancels": sum(log.cancels for log in logs),
+            "audio_mib": round(sum(log.audio_bytes for log in logs) / 2**20, 2),
+            "first_audio_mean_s": {"min": round(min(means), 3), "median": round(statistics.median(means), 3),
+                                   "max": round(max(means), 3)} if means else None,
+            "rss_mib": {"start": round(rss_start / 1024, 1), "after_warmup": round(rss_warm / 1024, 1),
+                        "max": round(max(samples + [rss_end]) / 1024, 1), "end": round(rss_end / 1024, 1),
+                        "drift_after_warmup": round((rss_end - rss_warm) / 1024, 1),
+                        "first_half_peak": round(first_half_peak / 1024, 1),
+                        "second_half_peak": round(second_half_peak / 1024, 1)},
+            "warmup_turns": warmup_turns, "rss_tolerance_mib": rss_tolerance_mib,
+            "fds": {"before": fds_before, "after": fd_count(pid)},
+            "tasks": {"before": tasks_before, "after": status["tasks"]},
+            "idle_after": {k: status[k] for k in ("sessions", "queued", "running")},
+        }
+    problems = []
+    if result["turns_done"] != sessions * turns:
+        problems.append(f"{result['turns_done']} of {sessions * turns} turns finished")
+    if result["fds"]["after"] > fds_before:
+        problems.append(f"file descriptors {fds_before} -> {result['fds']['after']}")
+    if status["tasks"] > tasks_before:
+        problems.append(f"asyncio tasks {tasks_before} -> {status['tasks']}")
+    if result["idle_after"] != {"sessions": 0, "queued": 0, "running": 0}:
+        problems.append(f"not idle after the soak: {result['idle_after']}")
+    if (rss_end - rss_warm) / 1024 > rss_tolerance_mib:
+        problems.append(f"idle RSS grew {(rss_end - rss_warm) / 1024:.1f} MiB over the run "
+                        f"(tolerance {rss_tolerance_mib} MiB)")
+    if (second_half_peak - first_half_peak) / 1024 > rss_tolerance_mib:
+        problems.append(f"peak RSS grew {(second_half_peak - first_half_peak) / 1024:.1f} MiB from the run's first "
+                        f"half to its second (tolerance {rss_tolerance_mib} MiB)")
+    result["problems"] = problems
+    if problems:
+        raise SoakFailure("; ".join(problems) + f"\n{json.dumps(result, indent=1)}")
+    return result
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _server(model_dir: Path | None, python: str) -> Any:
+    with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
+        if model_dir is None:
+            model_dir = Path(tmp) / "tiny"
+            subprocess.run([python, "-m", "kokoro_server.tiny_model", str(model_dir)], check=True,
+                           capture_output=True, timeout=600)
+        port = _free_port()
+        log = open(Path(tmp) / "server.log", "wb")
+        process = subprocess.Popen([python, "-m", "kokoro_server", "serve", "--model-dir", str(model_dir),
+                                    "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
+                                   env={**os.environ, "KOKORO_MAX_SESSIONS": "256"})
+        try:
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline:
+                if process.poll() is not None:
+                    raise SystemExit(f"soak: the server exited:\n{(Path(tmp) / 'server.log').read_text()[-3000:]}")
+                with contextlib.suppress(httpx.HTTPError):
+                    if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=2, trust_env=False).status_code == 200:
+                        break
+                time.sleep(0.3)
+            yield f"http://127.0.0.1:{port}", process.pid
+        finally:
+            process.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=15)
+            if process.poll() is None:
+                process.kill()
+            log.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=32)
+    parser.add_argument("--turns", type=int, default=20)
+    parser.add_argument("--cancel-rate", type=float, default=0.25)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--rss-tolerance-mib", type=float, default=64.0)
+    parser.add_argument("--warmup-turns", type=int, default=2)
+    parser.add_argument("--url", help="a server already running on loopback (needs --pid)")
+    parser.add_argument("--pid", type=int, help="the process id of the server at --url")
+    parser.add_argument("--model-dir", type=Path, help="serve this model (default: a tiny random-weight one)")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args(argv)
+    python = os.environ.get("KOKORO_PYTHON", str(REPO / ".venv-kokoro" / "bin" / "python"))
+    options = dict(sessions=args.sessions, turns=args.turns, cancel_rate=args.cancel_rate, seed=args.seed,
+                   rss_tolerance_mib=args.rss_tolerance_mib, warmup_turns=args.warmup_turns)
+    try:
+        if args.url:
+            if args.pid is None:
+                parser.error("--url needs --pid (RSS and descriptors are read from /proc/<pid>)")
+            result = asyncio.run(soak(http_url=args.url, pid=args.pid, **options))
+        else:
+            with _server(args.model_dir, python) as (url, pid):
+                result = asyncio.run(soak(http_url=url, pid=pid, **options))
+    except SoakFailure as failure:
+        print(f"soak: FAILED: {failure}", file=sys.stderr)
+        return 1
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.json:
+        args.json.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
