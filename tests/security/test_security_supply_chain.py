@@ -80,14 +80,17 @@ def test_the_pin_check_catches_unpinned_lines() -> None:
 
 @pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: str(p.relative_to(REPO)))
 def test_images_install_only_the_pinned_requirements(path: Path) -> None:
-    """Every pip install in an image takes a requirements file or the repository's own packages
-    (--no-deps), never a bare package name that would float."""
+    """Every pip install in an image takes a requirements file, the repository's own packages
+    (--no-deps), or exact pins (pip itself), never a bare package name that would float."""
     text = path.read_text().replace("\\\n", " ")
     installs = re.findall(r"pip install ([^&\n]+)", text)
     assert installs
     for args in installs:
         words = [w for w in args.split() if not w.startswith("--") and not w.startswith("https://")]
         if "-r" in words:
+            continue
+        if all(re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][A-Za-z0-9.]*", w) for w in words):
+            assert below_floor({canonicalize_name(w.split("==")[0]): Version(w.split("==")[1]) for w in words}) == []
             continue
         assert "--no-deps" in args, f"{path.name}: `pip install {args.strip()}` may pull unpinned dependencies"
         assert all(w.startswith("/build/") for w in words), f"{path.name}: `pip install {args.strip()}` names a package"
