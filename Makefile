@@ -17,7 +17,7 @@ VOICES ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo local-model weights bench clean help
+.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo local-model weights bench soak clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -63,6 +63,9 @@ demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro (real model) on TTS_PORT 
 
 bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs into bench/results (~5-9 min)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
+
+soak: $(VENV)/.installed $(KVENV)/.installed ## bounded soak: 32 sessions x 20 turns, random cancels, tiny model (SESSIONS=, TURNS=)
+	$(VENV)/bin/python -m bench.soak --sessions $(or $(SESSIONS),32) --turns $(or $(TURNS),20) --json bench/results/soak.json
 
 synth: $(VENV)/.installed ## synthesize every stack into cdk.out (offline; runs cdk-nag)
 	$(VENV)/bin/python -m infra.app
