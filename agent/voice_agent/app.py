@@ -235,6 +235,9 @@ def create_app(*, config: AgentConfig, models: ModelFactory | None = None,
     return app
 
 
+STALLED_CLOSE_CODE = 4002  # as the TTS server: the client stopped reading
+
+
 async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
     """Read messages until the client leaves; one turn at a time runs beside the reader."""
     conversation = service.new_conversation()
@@ -243,10 +246,8 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
 
     async def send(item: TurnItem) -> None:
         async with send_lock:
-            if isinstance(item, Audio):
-                await ws.send_bytes(item.data)
-            else:
-                await ws.send_text(json.dumps(item))
+            sending = ws.send_bytes(item.data) if isinstance(item, Audio) else ws.send_text(json.dumps(item))
+            await asyncio.wait_for(sending, service.config.send_timeout_s)
 
     async def run(turn: Turn, previous: asyncio.Task[None] | None) -> None:
         if previous is not None:  # an interrupted turn still winding down: let it finish first
@@ -255,6 +256,10 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
         try:
             async for item in turn.events():
                 await send(item)
+        except asyncio.TimeoutError:  # the client stopped reading: drop it (events() cleans up)
+            log.warning("websocket client read nothing for %.0f s: closing", service.config.send_timeout_s)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(ws.close(code=STALLED_CLOSE_CODE), 5)
         except Exception as exc:  # the client went away mid-turn: events() cleans up on exit
             log.info("websocket turn %d ended early: %s", turn.number, exc)
 

@@ -49,12 +49,17 @@ class AgentConfig:
     system_prompt: str = SYSTEM_PROMPT
     offline_token_ms: tuple[int, int] = (30, 60)  # pace of the scripted model, per token
     offline_first_token_ms: int = 300
+    # A WebSocket client that reads nothing for this long is dropped (close 4002) and its turn ends,
+    # so a stalled browser never holds a turn, its TTS session and the model's queue.
+    send_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         if self.tts_url and self.tts_endpoint:
             raise ConfigError("set either a TTS URL (TTS_URL) or a SageMaker endpoint (TTS_ENDPOINT_NAME), not both")
         if self.max_prompt_chars < 1:
             raise ConfigError("max_prompt_chars must be at least 1")
+        if not self.send_timeout_s > 0:
+            raise ConfigError(f"send_timeout_s must be positive, got {self.send_timeout_s}")
         low, high = self.offline_token_ms
         if not 0 <= low <= high:
             raise ConfigError(f"offline_token_ms must be 0 <= low <= high, got {self.offline_token_ms}")
@@ -133,6 +138,7 @@ def load_config(
     elif wanted != "bedrock" and not probe():
         reason = "no AWS credentials were found"
     max_chars = env.get("AGENT_MAX_PROMPT_CHARS")
+    send_timeout = env.get("AGENT_SEND_TIMEOUT_S")
     env_page = _flag(env.get("AGENT_PAGE"))
     return AgentConfig(
         model="offline" if reason else "bedrock",
@@ -145,4 +151,5 @@ def load_config(
         # The page is for local use; AgentCore only routes /invocations, /ping and /ws anyway.
         serve_page=page if page is not None else (env_page if env_page is not None else url is not None),
         max_prompt_chars=int(max_chars) if max_chars else DEFAULT_MAX_PROMPT_CHARS,
+        send_timeout_s=float(send_timeout) if send_timeout else 30.0,
     )

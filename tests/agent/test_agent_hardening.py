@@ -200,3 +200,38 @@ def test_tts_dropped_mid_turn_then_the_next_turn_speaks(tts_url: str) -> None:
             assert after.of("error") == [] and len(after.audio) > 0
         assert poll(agent.idle), agent.running()
     assert poll(lambda: tts_idle(tts_url))
+
+
+def test_a_websocket_client_that_stops_reading_is_dropped_with_4002(tts_url: str) -> None:
+    """Back-pressure: a browser that reads nothing is closed after the send timeout instead of
+    having its turn's audio held for it without end."""
+    import socket
+
+    import websockets
+
+    long_answer = " ".join(f"Sentence {n} of an answer nobody is listening to." for n in range(30))
+    with serve_agent(tts_url=tts_url, answer=long_answer, send_timeout_s=2.0) as agent:
+        host, port = urlparse(agent.url).hostname, urlparse(agent.url).port
+
+        async def scenario() -> int | None:
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # fills within a few frames
+            sock.connect((host, port))
+            sock.setblocking(False)
+            ws = await websockets.connect(agent.ws_url, sock=sock, max_size=None, max_queue=1, open_timeout=10)
+            await ws.send(json.dumps({"prompt": "Talk for a long time."}))
+            await asyncio.sleep(8)  # read nothing for well past the send timeout
+            try:
+                for _ in range(100_000):  # then drain what was sent before the agent gave up
+                    await asyncio.wait_for(ws.recv(), 10)
+            except websockets.ConnectionClosed:
+                pass
+            except asyncio.TimeoutError:
+                pass
+            finally:
+                ws.transport.abort()
+            return ws.close_code
+
+        assert asyncio.run(scenario()) == 4002
+        assert poll(agent.idle, timeout=30), agent.running()
+    assert poll(lambda: tts_idle(tts_url)), httpx.get(f"{tts_url}/ping").json()
