@@ -42,6 +42,13 @@ class Server:
     def ping(self) -> dict:
         return httpx.get(f"{self.http}/ping", timeout=5).json()
 
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
     def wait_idle(self, *, attempts: int = 100) -> dict:
         """Poll /ping until no session, job or model run is left (bounded)."""
         status: dict = {}
@@ -86,8 +93,4 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     running = start_server(tiny_model, tmp_path_factory.mktemp("server") / "server.log")
     yield running
-    running.process.terminate()
-    try:
-        running.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        running.process.kill()
+    running.stop()

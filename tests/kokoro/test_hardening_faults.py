@@ -59,11 +59,7 @@ def strict(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         "KOKORO_MAX_SESSIONS": str(MAX_SESSIONS), "KOKORO_WARMUP": "0",
     })
     yield running
-    running.process.terminate()
-    try:
-        running.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        running.process.kill()
+    running.stop()
 
 
 def small_window_socket(port: int) -> socket.socket:

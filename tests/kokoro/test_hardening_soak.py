@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,11 +22,7 @@ def roomy(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     running = start_server(tiny_model, tmp_path_factory.mktemp("soak") / "server.log",
                            env={"KOKORO_WARMUP": "0"})
     yield running
-    running.process.terminate()
-    try:
-        running.process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        running.process.kill()
+    running.stop()
 
 
 def test_32_sessions_with_random_cancels_cross_nothing_and_leak_nothing(roomy: Server) -> None:

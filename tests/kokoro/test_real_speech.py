@@ -146,11 +146,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
     try:
         yield server
     finally:
-        server.process.terminate()
-        try:
-            server.process.wait(timeout=15)
-        except Exception:
-            server.process.kill()
+        server.stop()
 
 
 def _ws_stream(url: str) -> list[dict]:
