@@ -14,14 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import math
-import os
-import signal
-import socket
-import subprocess
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -36,8 +31,6 @@ PCM_BYTES_PER_S = 24_000 * 2  # s16le mono at the protocol's default 24 kHz
 BIDI_PATH = "/invocations-bidirectional-stream"
 RUN_TIMEOUT_S = 600.0  # one scenario run, start to last audio
 FIRST_AUDIO_TIMEOUT_S = 120.0
-QUIESCE_TIMEOUT_S = 60.0
-START_TIMEOUT_S = 240.0
 LEAD_S = 0.05  # time zero is this far after the runner is ready, so setup never eats into it
 CODECS = ("pcm", "wav", "mp3", "opus", "aac", "flac")
 
@@ -64,104 +57,6 @@ def spread(samples: Sequence[float], *, digits: int = 1) -> dict[str, Any]:
         "max": round(float(arr.max()), digits),
         "n": len(values),
     }
-
-
-# --------------------------------------------------------------------------------------------
-# The server
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class ServerProcess:
-    """``python -m kokoro_server serve`` from the Kokoro environment, on a free loopback port."""
-
-    python: Path
-    model_dir: Path
-    log_path: Path
-    env_overrides: dict[str, str] = field(default_factory=dict)
-    port: int = 0
-    process: subprocess.Popen[bytes] | None = None
-    started_s: float = 0.0  # seconds from spawn to the first 200 from /ping
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, *, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
-        """Start and wait for /ping; return its JSON. Raises BenchError with the log's tail."""
-        self.port = self.port or free_port()
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        for name in ("KOKORO_MODEL_DIR", "PORT", "KOKORO_HOST"):
-            env.pop(name, None)
-        env.update(self.env_overrides)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        began = now()
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                [str(self.python), "-m", "kokoro_server", "serve", "--model-dir", str(self.model_dir),
-                 "--host", "127.0.0.1", "--port", str(self.port)],
-                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-            )
-        deadline = began + timeout_s
-        while True:
-            if self.process.poll() is not None:
-                raise BenchError(f"the Kokoro server exited with {self.process.returncode}:\n{self.log_tail()}")
-            try:
-                response = httpx.get(f"{self.url}/ping", timeout=2.0, trust_env=False)
-                if response.status_code == 200:
-                    self.started_s = now() - began
-                    return dict(response.json())
-            except httpx.HTTPError:
-                pass
-            if now() > deadline:
-                tail = self.log_tail()
-                self.stop()
-                raise BenchError(f"the Kokoro server did not answer /ping within {timeout_s:.0f} s:\n{tail}")
-            time.sleep(0.25)
-
-    def stop(self) -> None:
-        process, self.process = self.process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
-
-    def log_tail(self, chars: int = 3000) -> str:
-        try:
-            return self.log_path.read_text(errors="replace")[-chars:]
-        except OSError:
-            return ""
-
-
-async def ping(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:
-    response = await client.get(f"{base_url}/ping", timeout=5.0)
-    response.raise_for_status()
-    return dict(response.json())
-
-
-async def quiesce(client: httpx.AsyncClient, base_url: str, *, timeout_s: float = QUIESCE_TIMEOUT_S) -> bool:
-    """Wait until the server has no session and no model job, so runs do not overlap. False if
-    it is still busy after ``timeout_s`` (the caller records it)."""
-    deadline = now() + timeout_s
-    while now() < deadline:
-        state = await ping(client, base_url)
-        if not state.get("sessions") and not state.get("queued") and not state.get("running"):
-            return True
-        await asyncio.sleep(0.05)
-    return False
-
-
-# --------------------------------------------------------------------------------------------
-# One scenario run
 
 
 @dataclass
@@ -499,73 +394,3 @@ async def ladder_rung(target: Target, scenario: Scenario, sessions: int) -> dict
         "wall_s": last,
         "overhead_ms": [t.overhead_ms for t in traces if t.overhead_ms is not None],
     }
-
-
-def _sse_events(buffer: bytearray) -> list[tuple[str, dict[str, Any]]]:
-    """Pop complete ``event:/data:`` blocks off ``buffer``."""
-    events: list[tuple[str, dict[str, Any]]] = []
-    while True:
-        buffer[:] = buffer.replace(b"\r\n", b"\n")
-        end = buffer.find(b"\n\n")
-        if end < 0:
-            return events
-        block = bytes(buffer[:end]).decode()
-        del buffer[: end + 2]
-        name, data = "message", ""
-        for line in block.split("\n"):
-            if line.startswith("event:"):
-                name = line[6:].strip()
-            elif line.startswith("data:"):
-                data += line[5:].strip()
-        events.append((name, json.loads(data) if data else {}))
-
-
-async def codec_binary(client: httpx.AsyncClient, target: Target, text: str, fmt: str) -> dict[str, float]:
-    """Binary POST: first body byte after the request left, total bytes."""
-    began = now()
-    stamps: list[float] = []
-    size = 0
-
-    def on_data(t: float, n: int) -> None:
-        nonlocal size
-        stamps.append(t)
-        size += n
-
-    await asyncio.wait_for(_post_audio(client, target, {"text": text, "format": fmt, "transport": "binary"},
-                                       on_data), RUN_TIMEOUT_S)
-    if not stamps:
-        raise BenchError(f"{fmt}: no audio bytes")
-    return {"first_byte_ms": (stamps[0] - began) * 1000, "bytes": float(size)}
-
-
-async def codec_sse(client: httpx.AsyncClient, target: Target, text: str, fmt: str) -> dict[str, float]:
-    """SSE POST: first `audio` event after the request left, and the `end` event's audio_ms and
-    synthesis_ms (model time), so the first byte can be read with the model's time taken out."""
-    began = now()
-    first: float | None = None
-    end: dict[str, Any] | None = None
-    buffer = bytearray()
-
-    async def go() -> None:
-        nonlocal first, end
-        body = {"text": text, "format": fmt, "transport": "sse"}
-        async with client.stream("POST", target.invocations, json=body) as response:
-            if response.status_code != 200:
-                raise BenchError(f"POST /invocations (sse, {fmt}): {response.status_code}")
-            async for data in response.aiter_raw():
-                buffer.extend(data)
-                for name, payload in _sse_events(buffer):
-                    if name == "audio" and first is None:
-                        first = now()
-                    elif name == "end":
-                        end = payload
-                    elif name == "error":
-                        raise BenchError(f"sse error ({fmt}): {payload}")
-
-    await asyncio.wait_for(go(), RUN_TIMEOUT_S)
-    if first is None or end is None:
-        raise BenchError(f"{fmt}: the SSE stream had no audio or no end event")
-    first_ms = (first - began) * 1000
-    return {"first_audio_ms": first_ms, "audio_ms": float(end["audio_ms"]),
-            "synthesis_ms": float(end["synthesis_ms"]), "chunks": float(end.get("chunks", 0)),
-            "first_minus_model_ms": first_ms - float(end["synthesis_ms"])}

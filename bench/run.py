@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime as dt
-import json
 import math
 import os
 import platform
@@ -41,13 +40,14 @@ from typing import Any
 import httpx
 
 from . import measure, report
+from .codecs import codec_binary, codec_sse
+from .models import ModelChoice, choose_model, classify_model_dir, kokoro_python
 from .chunker_bench import measure as chunker_measure
-from .scenario import CODEC_TEXT, Scenario, agent_answer
+from .scenario import CODEC_TEXT, agent_answer
+from .server import ServerProcess, ping, quiesce
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO / "bench" / "results"
-PACKAGED_DIR = REPO / "models" / "kokoro-82m-onnx"
-TINY_DIR = REPO / "models" / "tiny"  # what `make tiny-model` writes by default
 STARTED = time.perf_counter()
 MODES = ("batch", "stream", "bidi")
 
@@ -102,102 +102,6 @@ class Budget:
 
 # --------------------------------------------------------------------------------------------
 # Which model
-
-
-@dataclass
-class ModelChoice:
-    dir: Path
-    kind: str
-    real_weights: bool
-    note: str
-    temporary: bool = False
-
-    def describe(self) -> dict[str, Any]:
-        out = {k: v for k, v in asdict(self).items() if k != "temporary"}
-        try:  # a path inside the repository is shown relative to it (results may be committed)
-            out["dir"] = str(self.dir.resolve().relative_to(REPO))
-        except ValueError:
-            out["dir"] = str(self.dir)
-        return out
-
-
-def kokoro_python() -> Path:
-    return Path(os.environ.get("KOKORO_PYTHON") or REPO / ".venv-kokoro" / "bin" / "python")
-
-
-def classify_model_dir(path: Path) -> tuple[str, bool]:
-    """(kind, real weights?) from what the directory holds."""
-    manifest = path / "manifest.json"
-    if manifest.exists():
-        try:
-            data = json.loads(manifest.read_text())
-        except (OSError, ValueError):
-            data = {}
-        engine = data.get("engine", "?")
-        weights = data.get("weights", "?")
-        return f"Kokoro-82M {engine} ({weights})", True
-    config = path / "config.json"
-    try:
-        cfg = json.loads(config.read_text())
-    except (OSError, ValueError):
-        return "unknown", False
-    if int(cfg.get("plbert", {}).get("hidden_size", 768)) < 768:
-        return "tiny random-weight torch model (noise; NOT Kokoro's speed)", False
-    return "Kokoro-82M torch (.pth)", True
-
-
-def _packaged_weights_available(python: Path) -> bool:
-    if not python.exists():
-        return False
-    probe = subprocess.run(
-        [str(python), "-c", "import importlib.util,sys; "
-         "sys.exit(0 if importlib.util.find_spec('kokoro_server.packaged_weights') else 1)"],
-        capture_output=True, timeout=60, check=False,
-    )
-    return probe.returncode == 0
-
-
-def build_tiny(python: Path, reason: str) -> ModelChoice:
-    workdir = Path(tempfile.mkdtemp(prefix="bench-tiny-"))
-    target = workdir / "model"
-    print(f"bench: building a tiny random-weight model in {target} ({reason})", flush=True)
-    built = subprocess.run([str(python), "-m", "kokoro_server.tiny_model", str(target)],
-                           capture_output=True, text=True, timeout=300, check=False)
-    if built.returncode != 0:
-        shutil.rmtree(workdir, ignore_errors=True)
-        raise measure.BenchError(f"building the tiny model failed:\n{built.stderr[-3000:]}")
-    return ModelChoice(dir=target, kind="tiny random-weight torch model (noise; NOT Kokoro's speed)",
-                       real_weights=False, note=reason, temporary=True)
-
-
-def choose_model(*, model_dir: str | None, quick: bool, python: Path) -> ModelChoice:
-    if model_dir:
-        path = Path(model_dir)
-        kind, real = classify_model_dir(path)
-        return ModelChoice(dir=path, kind=kind, real_weights=real, note="--model-dir")
-    if quick:
-        if (TINY_DIR / "config.json").exists() and classify_model_dir(TINY_DIR)[1] is False:
-            return ModelChoice(dir=TINY_DIR, kind=classify_model_dir(TINY_DIR)[0], real_weights=False,
-                               note="--quick uses the tiny model in models/tiny")
-        return build_tiny(python, "--quick uses a tiny model")
-    if (PACKAGED_DIR / "manifest.json").exists():
-        kind, real = classify_model_dir(PACKAGED_DIR)
-        return ModelChoice(dir=PACKAGED_DIR, kind=kind, real_weights=real, note="default packaged weights")
-    if _packaged_weights_available(python):
-        print(f"bench: building {PACKAGED_DIR} with kokoro_server.packaged_weights", flush=True)
-        built = subprocess.run([str(python), "-m", "kokoro_server.packaged_weights", str(PACKAGED_DIR)],
-                               capture_output=True, text=True, timeout=600, check=False)
-        if built.returncode == 0 and (PACKAGED_DIR / "manifest.json").exists():
-            kind, real = classify_model_dir(PACKAGED_DIR)
-            return ModelChoice(dir=PACKAGED_DIR, kind=kind, real_weights=real, note="packaged weights, built now")
-        return build_tiny(python, "FALLBACK: building the packaged weights failed: "
-                          + (built.stderr.strip().splitlines() or ["?"])[-1])
-    return build_tiny(python, "FALLBACK: no real weights (models/kokoro-82m-onnx missing and "
-                      "kokoro_server.packaged_weights unavailable)")
-
-
-# --------------------------------------------------------------------------------------------
-# The machine
 
 
 def loadavg() -> float | None:
@@ -267,20 +171,20 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
     async with httpx.AsyncClient(timeout=timeout, limits=limits, trust_env=False) as client:
 
         async def settle() -> None:
-            if not await measure.quiesce(client, target.base_url):
+            if not await quiesce(client, target.base_url):
                 raw["quiesce_timeouts"] += 1
 
-        raw["ping"] = await measure.ping(client, target.base_url)
+        raw["ping"] = await ping(client, target.base_url)
 
         # Warm-up: every path once (HTTP, WebSocket, each encoder), results thrown away.
         log("warming up")
         if plan.full_warmup:
-            await measure.codec_binary(client, target, scenario.first_piece(early_first_fragment=False), "pcm")
+            await codec_binary(client, target, scenario.first_piece(early_first_fragment=False), "pcm")
             await measure.probe_overhead(target, first_fragment, 1)
             for fmt in measure.CODECS:
-                await measure.codec_binary(client, target, "Okay.", fmt)
+                await codec_binary(client, target, "Okay.", fmt)
         else:  # --quick: a smoke run, not a measurement
-            await measure.codec_binary(client, target, "Okay.", "pcm")
+            await codec_binary(client, target, "Okay.", "pcm")
         await settle()
 
         # Server overhead: TTFA over the WebSocket minus the engine's synthesis time.
@@ -337,8 +241,8 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
             if r >= 1 and not budget.allows(0.95, f"codec round {r + 1}"):
                 break
             for fmt in measure.CODECS:
-                codec[fmt]["binary"].append(await measure.codec_binary(client, target, plan.codec_text, fmt))
-                codec[fmt]["sse"].append(await measure.codec_sse(client, target, plan.codec_text, fmt))
+                codec[fmt]["binary"].append(await codec_binary(client, target, plan.codec_text, fmt))
+                codec[fmt]["sse"].append(await codec_sse(client, target, plan.codec_text, fmt))
             await settle()
         log("codecs done")
         raw["codecs"] = codec
@@ -389,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
         plan = Plan(**{**asdict(plan), **overrides})
     out = Path(args.out)
     python = kokoro_python()
-    server: measure.ServerProcess | None = None
+    server: ServerProcess | None = None
     choice: ModelChoice | None = None
     threads_probe = None
     failed = True
@@ -415,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                 threads_probe = start_torch_threads_probe(python)
             out.mkdir(parents=True, exist_ok=True)
             log_path = Path(tempfile.gettempdir()) / f"bench-kokoro-{os.getpid()}.log"
-            server = measure.ServerProcess(python=python, model_dir=choice.dir, log_path=log_path, env_overrides=env)
+            server = ServerProcess(python=python, model_dir=choice.dir, log_path=log_path, env_overrides=env)
             log(f"starting the Kokoro server on {choice.dir} ({choice.kind})")
             server.start()
             start_s = server.started_s

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from bench import run as bench_run
+from bench import models as bench_models
 from bench.scenario import ANSWER_PARAGRAPHS, agent_answer
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -146,11 +146,11 @@ def test_model_directories_are_classified(tmp_path: Path) -> None:
     packaged = tmp_path / "packaged"
     packaged.mkdir()
     (packaged / "manifest.json").write_text(json.dumps({"engine": "onnx", "weights": "w.onnx"}))
-    assert bench_run.classify_model_dir(packaged) == ("Kokoro-82M onnx (w.onnx)", True)
+    assert bench_models.classify_model_dir(packaged) == ("Kokoro-82M onnx (w.onnx)", True)
     tiny = tmp_path / "tiny"
     tiny.mkdir()
     (tiny / "config.json").write_text(json.dumps({"plbert": {"hidden_size": 32}}))
-    kind, real = bench_run.classify_model_dir(tiny)
+    kind, real = bench_models.classify_model_dir(tiny)
     assert real is False and "tiny" in kind
-    chosen = bench_run.choose_model(model_dir=str(tiny), quick=False, python=Path("/nonexistent"))
+    chosen = bench_models.choose_model(model_dir=str(tiny), quick=False, python=Path("/nonexistent"))
     assert chosen.dir == tiny and chosen.real_weights is False
