@@ -258,8 +258,8 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
                 await send(item)
         except asyncio.TimeoutError:  # the client stopped reading: drop it (events() cleans up)
             log.warning("websocket client read nothing for %.0f s: closing", service.config.send_timeout_s)
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(code=STALLED_CLOSE_CODE), 5)
+            with contextlib.suppress(Exception):  # the close frame waits for buffer space too
+                await asyncio.wait_for(ws.close(code=STALLED_CLOSE_CODE), max(5.0, service.config.send_timeout_s))
         except Exception as exc:  # the client went away mid-turn: events() cleans up on exit
             log.info("websocket turn %d ended early: %s", turn.number, exc)
 

@@ -78,6 +78,15 @@ def ws_read_turn(ws: ClientConnection, *, timeout: float = 60.0, log: TurnLog | 
             return log
 
 
+def ws_read_until_audio(ws: ClientConnection, *, timeout: float = 60.0) -> TurnLog:
+    """Read until the first audio frame of the turn has arrived (speech has started)."""
+    log = TurnLog()
+    while not log.audio:
+        message = ws.recv(timeout=timeout)
+        log.items.append(message if isinstance(message, bytes) else json.loads(message))
+    return log
+
+
 def ws_turn(ws: ClientConnection, payload: dict[str, Any], *, timeout: float = 60.0) -> TurnLog:
     ws.send(json.dumps(payload))
     return ws_read_turn(ws, timeout=timeout)

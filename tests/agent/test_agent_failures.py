@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from agent_wire import TurnLog, sse_events, ws_open, ws_turn
+from agent_wire import TurnLog, sse_events, ws_open, ws_read_until_audio, ws_turn
 from agent_harness import ANSWER, PIECES, RunningAgent, free_port, poll, serve_agent, tts_idle
 from websockets.asyncio.server import ServerConnection, serve
 
@@ -99,10 +99,7 @@ def test_ws_client_leaving_mid_turn_leaves_nothing_running(agent: RunningAgent, 
     ws, _ = ws_open(agent.ws_url)
     with ws:
         ws.send(json.dumps({"prompt": "Talk to me."}))
-        log = TurnLog()
-        while not log.audio:
-            message = ws.recv(timeout=60)
-            log.items.append(message if isinstance(message, bytes) else json.loads(message))
+        ws_read_until_audio(ws)
         assert agent.running()["turns"] == 1 and agent.running()["tts_sessions"] == 1
     # Gone mid-turn: the agent's turn, its TTS session and the server's jobs all end.
     assert poll(agent.idle), agent.running()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from agent_wire import TurnLog, sse_turn, ws_next_event, ws_open, ws_read_turn, ws_turn
+from agent_wire import TurnLog, sse_turn, ws_next_event, ws_open, ws_read_turn, ws_read_until_audio, ws_turn
 from agent_harness import ANSWER, PIECES, RunningAgent, poll, tts_idle
 
 
@@ -72,10 +72,7 @@ def test_ws_interrupt_stops_audio_and_keeps_the_session(agent: RunningAgent, tts
     ws, _ = ws_open(agent.ws_url)
     with ws:
         ws.send(json.dumps({"prompt": "Talk for a while."}))
-        log = TurnLog()
-        while not log.audio:  # barge in once speech has started
-            message = ws.recv(timeout=60)
-            log.items.append(message if isinstance(message, bytes) else json.loads(message))
+        log = ws_read_until_audio(ws)  # barge in once speech has started
         ws.send(json.dumps({"type": "interrupt"}))
         ws_read_turn(ws, log=log)
         after = log.index("interrupted")
