@@ -20,6 +20,7 @@ from infra.shared import (
     ecr_pull_statements,
     invoke_endpoint_statement,
     log_group_arn,
+    log_writer_statements,
     put_metric_data_statement,
 )
 
@@ -54,16 +55,7 @@ class FoundationStack(Stack):
         log_group = log_group_arn(self, f"/aws/sagemaker/Endpoints/{self.settings.endpoint_name}")
         document = iam.PolicyDocument(statements=[
             *ecr_pull_statements(self, self.settings.bootstrap_qualifier),
-            iam.PolicyStatement(
-                sid="EndpointLogGroup",
-                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
-                resources=[log_group],
-            ),
-            iam.PolicyStatement(
-                sid="EndpointLogStreams",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[f"{log_group}:log-stream:*"],
-            ),
+            *log_writer_statements(log_group, group_sid="EndpointLogGroup", stream_sid="EndpointLogStreams"),
             put_metric_data_statement(*SAGEMAKER_METRIC_NAMESPACES),
         ])
         return iam.Role(
@@ -82,16 +74,7 @@ class FoundationStack(Stack):
             invoke_endpoint_statement(self, self.settings.endpoint_name),
             *self._bedrock_statements(),
             *ecr_pull_statements(self, self.settings.bootstrap_qualifier),
-            iam.PolicyStatement(
-                sid="RuntimeLogGroups",
-                actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"],
-                resources=[runtime_logs],
-            ),
-            iam.PolicyStatement(
-                sid="RuntimeLogStreams",
-                actions=["logs:CreateLogStream", "logs:PutLogEvents"],
-                resources=[f"{runtime_logs}:log-stream:*"],
-            ),
+            *log_writer_statements(runtime_logs, group_sid="RuntimeLogGroups", stream_sid="RuntimeLogStreams"),
             iam.PolicyStatement(
                 sid="DescribeLogGroups",
                 actions=["logs:DescribeLogGroups"],

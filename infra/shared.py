@@ -91,6 +91,19 @@ def log_group_arn(scope: IConstruct, log_group_name: str) -> str:
     )
 
 
+def log_writer_statements(log_group: str, *, group_sid: str, stream_sid: str) -> list[iam.PolicyStatement]:
+    """Create and describe one log group, and write its streams (named at run time, hence ``*``)."""
+    return [
+        iam.PolicyStatement(
+            sid=group_sid, actions=["logs:CreateLogGroup", "logs:DescribeLogStreams"], resources=[log_group],
+        ),
+        iam.PolicyStatement(
+            sid=stream_sid, actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+            resources=[f"{log_group}:log-stream:*"],
+        ),
+    ]
+
+
 def put_metric_data_statement(*namespaces: str) -> iam.PolicyStatement:
     """PutMetricData has no resource type, so the namespace condition is what scopes it."""
     return iam.PolicyStatement(
