@@ -169,3 +169,11 @@ def cdk_deploy(*, target: AwsTarget, stack: str, context: dict[str, str | int | 
             f"cdk deploy {stack} failed (exit code {code}); see the CDK output above.",
             hint="Fix the cause and rerun the same command: finished stacks are left as they are.",
         )
+
+
+def cdk_diff(*, target: AwsTarget, stacks: list[str], context: dict[str, str | int | None], fail: bool) -> int:
+    """`cdk diff STACKS -c ...` (with `--fail`: non-zero on differences); return cdk's exit code."""
+    node = check_node()
+    if not node.ok:
+        raise CliError(node.detail, hint=node.hint)
+    return run_cdk(target=target, args=["diff", *stacks, *context_args(context), *(["--fail"] if fail else [])])

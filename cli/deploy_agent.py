@@ -16,7 +16,7 @@ from cli.aws import (
     require_outputs,
     stack_outputs,
 )
-from cli.cdk import ToolCheck, cdk_deploy, check_node, context_args, run_cdk
+from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
 from cli.options import BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes, target_flags
 from cli.preflight import run_preflight
 from cli.progress import Steps, confirm, err_console, out_console, poll_until
@@ -141,15 +141,9 @@ def diff(
     with cli_errors():
         target = make_target(profile=profile, region=region)
         caller_identity(target)
-        node = check_node()
-        if not node.ok:
-            raise CliError(node.detail, hint=node.hint)
         endpoint = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK)).get("EndpointName")
         context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": bedrock_model_id}
-        code = run_cdk(
-            target=target,
-            args=["diff", AGENT_STACK, *context_args(context), *(["--fail"] if fail else [])],
-        )
+        code = cdk_diff(target=target, stacks=[AGENT_STACK], context=context, fail=fail)
     raise typer.Exit(code=code)
 
 

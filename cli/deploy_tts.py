@@ -17,7 +17,7 @@ from cli.aws import (
     require_outputs,
     stack_outputs,
 )
-from cli.cdk import ToolCheck, cdk_deploy, check_node, context_args, run_cdk
+from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
 from cli.model_cache import sync_model_cache
 from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
 from cli.options import (
@@ -224,13 +224,7 @@ def diff(
         )
         target = make_target(profile=profile, region=region)
         caller_identity(target)
-        node = check_node()
-        if not node.ok:
-            raise CliError(node.detail, hint=node.hint)
-        code = run_cdk(
-            target=target,
-            args=["diff", *TTS_STACKS, *context_args(context), *(["--fail"] if fail else [])],
-        )
+        code = cdk_diff(target=target, stacks=list(TTS_STACKS), context=context, fail=fail)
     raise typer.Exit(code=code)
 
 
