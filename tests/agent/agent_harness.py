@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -24,8 +24,11 @@ from voice_agent.models import ScriptedModel
 from voice_agent.speaking import TtsConnector
 
 ROOT = Path(__file__).resolve().parents[2]
-KOKORO_PYTHON = Path(os.environ.get("KOKORO_PYTHON", ROOT / ".venv-kokoro" / "bin" / "python"))
-TTS_READY_TIMEOUT_S = 120.0
+if str(ROOT / "tests") not in sys.path:  # the shared Kokoro server fixture lives in tests/
+    sys.path.insert(0, str(ROOT / "tests"))
+
+from kokoro_server_fixture import KokoroServer, kokoro_server  # noqa: E402,F401 (pytest fixture)
+
 # Short answers keep the tiny model's CPU synthesis (about a second a sentence) cheap. The first
 # piece is an early fragment (five words, then a comma), then two whole sentences.
 ANSWER = "Hello from the offline model, speaking right now. This is the second sentence. And a third one ends it."
@@ -54,54 +57,15 @@ def poll(predicate: Any, *, timeout: float = 15.0, interval: float = 0.1) -> Any
 
 
 @pytest.fixture(scope="session")
-def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    given = os.environ.get("AGENT_TEST_MODEL_DIR")
-    if given and Path(given, "config.json").exists():
-        return Path(given)
-    assert KOKORO_PYTHON.exists(), f"{KOKORO_PYTHON} not found: run `make install` for the Kokoro environment"
-    target = tmp_path_factory.mktemp("agent-tiny-model")
-    subprocess.run([str(KOKORO_PYTHON), "-m", "kokoro_server.tiny_model", str(target)], check=True,
-                   capture_output=True, timeout=300)
-    return target
-
-
-@pytest.fixture(scope="session")
-def tts_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A real Kokoro server; yields its base URL. ``AGENT_TEST_TTS_URL`` reuses one already running
-    (quicker while iterating: the server takes tens of seconds to load and warm up)."""
+def tts_url(request: pytest.FixtureRequest) -> Iterator[str]:
+    """A real Kokoro server's base URL: the one tooling tests share (tests/kokoro_server_fixture.py),
+    or ``AGENT_TEST_TTS_URL`` for one already running (quicker while iterating)."""
     given = os.environ.get("AGENT_TEST_TTS_URL")
     if given:
         yield given.rstrip("/")
         return
-    tiny_model_dir: Path = request.getfixturevalue("tiny_model_dir")
-    port = free_port()
-    log = (tmp_path_factory.mktemp("agent-tts-log") / "kokoro.log").open("wb")
-    process = subprocess.Popen(
-        [str(KOKORO_PYTHON), "-m", "kokoro_server", "serve", "--model-dir", str(tiny_model_dir),
-         "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-
-    def ready() -> bool:
-        if process.poll() is not None:
-            raise RuntimeError(f"the Kokoro server exited with {process.returncode}; see {log.name}")
-        with contextlib.suppress(httpx.HTTPError):
-            return httpx.get(f"{url}/ping", timeout=2).status_code == 200
-        return False
-
-    try:
-        if not poll(ready, timeout=TTS_READY_TIMEOUT_S, interval=0.5):
-            raise RuntimeError(f"the Kokoro server was not ready within {TTS_READY_TIMEOUT_S:.0f} s")
-        yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+    server: KokoroServer = request.getfixturevalue("kokoro_server")
+    yield server.url
 
 
 def tts_idle(tts_url: str) -> bool:
