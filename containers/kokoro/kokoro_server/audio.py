@@ -52,7 +52,8 @@ flac      0.06 ms   0.065 ms  0.11 ms
 
 Creating an encoder costs 0.3-4 ms and ``finish()`` under 2 ms.
 
-An encoder is not thread-safe: use it from one task/thread at a time.
+An encoder has one user at a time: a second concurrent ``encode`` raises instead of corrupting the
+codec, and ``close()`` from another thread is deferred until the encode in flight returns.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ from typing import Final
 import av
 import numpy as np
 import numpy.typing as npt
+
+from .exclusive import Exclusive, ExclusiveClosed
 
 __all__ = [
     "CONTENT_TYPES",
@@ -220,6 +223,9 @@ class _PcmBackend:
         tail = b"" if self._resampler is None else self._convert(self._resampler.resample(None))
         return self._take_header() + tail
 
+    def close(self) -> None:
+        self._resampler = None  # swresample's context is freed with it; no bytes owed
+
     @staticmethod
     def _convert(frames: list[av.AudioFrame]) -> bytes:
         return b"".join(_s16le(np.asarray(f.to_ndarray(), np.float32).reshape(-1)) for f in frames)
@@ -328,22 +334,21 @@ class StreamEncoder:
             )
         self.input_rate = int(input_rate)
         self.content_type = CONTENT_TYPES[self.fmt]
-        self._backend: _PcmBackend | _CodecBackend | None
-        if self.fmt in ("pcm", "wav"):
-            self._backend = _PcmBackend(
-                fmt=self.fmt, sample_rate=self.sample_rate, input_rate=self.input_rate
-            )
-        else:
-            self._backend = _CodecBackend(
-                fmt=self.fmt, sample_rate=self.sample_rate, input_rate=self.input_rate
-            )
+        backend_type = _PcmBackend if self.fmt in ("pcm", "wav") else _CodecBackend
+        backend = backend_type(fmt=self.fmt, sample_rate=self.sample_rate, input_rate=self.input_rate)
+        self._backend: Exclusive[_PcmBackend | _CodecBackend] = Exclusive(
+            backend, close=lambda b: b.close(), name=f"StreamEncoder({self.fmt})"
+        )
 
-    def _live(self) -> _PcmBackend | _CodecBackend:
-        if self._backend is None:
-            raise RuntimeError(
-                "StreamEncoder: already finished or closed; create a new one per stream"
-            )
-        return self._backend
+    @property
+    def closed(self) -> bool:
+        """True once finished or closed (or a close waits for the encode in flight)."""
+        return self._backend.closed
+
+    @property
+    def busy(self) -> bool:
+        """True while an ``encode``/``finish`` runs (in some thread)."""
+        return self._backend.busy
 
     def encode(self, audio: npt.NDArray[np.floating]) -> bytes:
         """Encode one float mono chunk; return the bytes ready now (b"" while a frame fills up).
@@ -352,11 +357,12 @@ class StreamEncoder:
         otherwise wrap or emit garbage. Raises TypeError/ValueError for non-float or non-mono
         input and RuntimeError after ``finish()``.
         """
-        backend = self._live()
         samples = _as_mono_float32(audio)
         if samples.size == 0:
+            if self._backend.closed:
+                raise ExclusiveClosed(f"StreamEncoder({self.fmt}): already finished or closed")
             return b""
-        return backend.encode(samples)
+        return self._backend.use(lambda backend: backend.encode(samples))
 
     def finish(self) -> bytes:
         """Flush the codec's buffered frames and the container trailer; the encoder is then spent.
@@ -364,15 +370,14 @@ class StreamEncoder:
         With no audio encoded it returns the format's header alone (wav, ogg, flac) or b"" (pcm,
         mp3, aac have none), so an empty utterance is still a well-formed response.
         """
-        backend = self._live()
-        self._backend = None
-        return backend.finish()
+        return self._backend.use(lambda backend: backend.finish(), last=True)
 
     def close(self) -> None:
-        """Abandon the stream (client went away): free the codec without producing more bytes."""
-        backend, self._backend = self._backend, None
-        if isinstance(backend, _CodecBackend):
-            backend.close()
+        """Abandon the stream (client went away): free the codec without producing more bytes.
+
+        Safe from any thread at any time: if an ``encode`` is running in a worker thread, the codec
+        is freed by that thread when the encode returns, never under it (see exclusive.py)."""
+        self._backend.close()
 
 
 async def encode_off_loop(encoder: StreamEncoder, audio: npt.NDArray[np.floating]) -> bytes:
