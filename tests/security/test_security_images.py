@@ -52,7 +52,25 @@ def env_names(rest: str) -> list[str]:
     return re.findall(r"([A-Za-z_][A-Za-z0-9_]*)=", rest) or rest.split()[:1]
 
 
-@pytest.mark.parametrize("path", DOCKERFILES, ids=lambda p: str(p.relative_to(REPO)))
+KOKORO_DOCKERFILE = REPO / "containers" / "kokoro" / "Dockerfile"
+
+
+def test_kokoro_starts_as_root_and_serves_as_its_unprivileged_user() -> None:
+    """SageMaker expects containers to run as root; the supervisor drops to KOKORO_RUN_AS
+    (tests/kokoro/test_supervisor.py proves the drop on a real process)."""
+    instructions = dockerfile_instructions(KOKORO_DOCKERFILE)
+    assert [rest for keyword, rest in instructions if keyword == "USER"] == []
+    env = " ".join(rest for keyword, rest in instructions if keyword == "ENV")
+    assert re.search(r"\bKOKORO_SUPERVISE=1\b", env)
+    run_as = re.search(r"\bKOKORO_RUN_AS=(\S+)", env)
+    assert run_as and run_as.group(1) not in ("root", "0")
+    created = " ".join(rest for keyword, rest in instructions if keyword == "RUN")
+    uid = re.search(rf"useradd --uid (\d+) .*\b{re.escape(run_as.group(1))}\b", created)
+    assert uid and int(uid.group(1)) >= 1000
+
+
+@pytest.mark.parametrize("path", [p for p in DOCKERFILES if p != KOKORO_DOCKERFILE],
+                         ids=lambda p: str(p.relative_to(REPO)))
 def test_containers_run_as_a_non_root_user(path: Path) -> None:
     instructions = dockerfile_instructions(path)
     users = [rest for keyword, rest in instructions if keyword == "USER"]

@@ -20,10 +20,9 @@ import uvicorn
 from .config import ConfigError, Settings
 from .model_dir import ModelDirError
 from .packaged_weights import PackagedWeightsError
+from .supervisor import EXIT_BAD_MODEL  # exit 2: a refusal to start, never retried
 
 log = logging.getLogger("kokoro_server")
-
-EXIT_BAD_MODEL = 2
 
 
 def onnx_over_torch_dir(settings: Settings) -> Path:
@@ -79,11 +78,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=None, help="port (PORT, default 8080)")
     parser.add_argument("--model-dir", default=None, help="model directory (KOKORO_MODEL_DIR)")
     args = parser.parse_args(argv)
+    if os.environ.get("KOKORO_SUPERVISE") == "1":  # the image sets it: see supervisor.py
+        from .supervisor import supervise
+
+        return supervise(sys.argv[1:] if argv is None else argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     env = None
     if args.model_dir:
-        import os
-
         env = dict(os.environ, KOKORO_MODEL_DIR=args.model_dir)
     try:
         settings = Settings.from_env(env)

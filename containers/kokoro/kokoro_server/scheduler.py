@@ -6,6 +6,9 @@ takes owners in turn, so one client's long paragraph holds another client's firs
 by at most one chunk, never by its whole length. Cancelling an owner drops its queued jobs at
 once; a chunk already on the model finishes (torch cannot be interrupted) and its audio is
 discarded, so a client that left costs the model at most one chunk.
+
+Ownership: the engine is used by the worker thread only (``warm_up`` runs before the first job),
+and ``stop`` waits for the chunk in flight, so the engine is never freed under a running job.
 """
 
 from __future__ import annotations
@@ -59,8 +62,8 @@ class FairScheduler:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         for owner in list(self._queues):
             self.cancel_owner(owner)
-        if self._executor is not None:
-            self._executor.shutdown(wait=False, cancel_futures=True)
+        if self._executor is not None:  # the chunk on the model finishes before the engine may go
+            await asyncio.to_thread(self._executor.shutdown, wait=True, cancel_futures=True)
 
     def submit(self, owner: Hashable, fn: Callable[[], Any]) -> asyncio.Future[Any]:
         """Queue ``fn`` for ``owner``; the future resolves with its result once the model ran it."""

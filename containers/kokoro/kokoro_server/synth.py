@@ -85,7 +85,9 @@ class Synthesizer:
             self.engine.synthesize(chunk, style_for(self.voices[self.default_voice], chunk), 1.0)
 
     def close(self) -> None:
-        self._g2p.shutdown(wait=False, cancel_futures=True)
+        """Drop queued G2P and wait for the one running: spaCy's pipeline is never used by two
+        threads, nor torn down under one."""
+        self._g2p.shutdown(wait=True, cancel_futures=True)
 
 
 def _pick_default(voices: dict[str, np.ndarray]) -> str:

@@ -1,0 +1,143 @@
+"""The container's `serve` supervisor (KOKORO_SUPERVISE=1, set by the image): started as root, as
+SageMaker starts containers, it serves from an unprivileged process; a serving process that dies
+is started again, with /ping failing until the model is back; a refusal to start is final.
+
+The live tests run the supervisor from Debian's /usr/bin/python3.11 with the Kokoro environment's
+packages on PYTHONPATH: on this machine the venv's interpreter lives under /root (mode 0700), which
+an unprivileged process cannot execute. In the image Python is in /opt/venv, readable by all."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+from conftest import free_port
+from kokoro_server.supervisor import MAX_RESTARTS, Supervisor, resolve_run_as
+
+pytestmark = pytest.mark.kokoro
+
+REPO = Path(__file__).resolve().parents[2]
+DEBIAN_PYTHON = Path("/usr/bin/python3.11")
+START_TIMEOUT_S = 180.0
+
+
+def die_with(code: str) -> list[str]:
+    return [sys.executable, "-c", code]
+
+
+@pytest.mark.parametrize(("code", "status", "starts"), [
+    ("raise SystemExit(0)", 0, 1),  # a clean exit ends the supervisor
+    ("raise SystemExit(2)", 2, 1),  # a refusal to start is final
+    ("import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", 1, MAX_RESTARTS + 1),  # crash loop
+    ("raise SystemExit(3)", 1, MAX_RESTARTS + 1),
+])
+def test_supervisor_decides_from_the_exit_status(code: str, status: int, starts: int, tmp_path: Path) -> None:
+    counter = tmp_path / "starts"
+    command = die_with(f"open({str(counter)!r}, 'a').write('x'); {code}")
+    supervisor = Supervisor(command=command, env=dict(os.environ), run_as=None, backoff_s=(0.01,))
+    assert supervisor.run() == status
+    assert len(counter.read_text()) == starts
+
+
+def test_run_as_names_an_existing_unprivileged_user() -> None:
+    if os.geteuid() != 0:
+        assert resolve_run_as("nobody") is None  # not root: nothing to drop
+        return
+    nobody = resolve_run_as("nobody")
+    assert nobody is not None and nobody.uid != 0
+    assert resolve_run_as(str(nobody.uid)) == nobody
+    for bad in ("no-such-user-here", "root", "0"):
+        with pytest.raises(ValueError, match="KOKORO_RUN_AS"):
+            resolve_run_as(bad)
+
+
+@dataclass
+class Supervised:
+    process: subprocess.Popen[bytes]
+    url: str
+    log: Path
+
+    def child(self) -> int | None:
+        path = Path(f"/proc/{self.process.pid}/task/{self.process.pid}/children")
+        pids = path.read_text().split() if path.exists() else []
+        return int(pids[0]) if pids else None
+
+    def ping_ok(self) -> bool:
+        try:
+            return httpx.get(f"{self.url}/ping", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def wait_ready(self) -> int:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, self.log.read_text()
+            child = self.child()
+            if child is not None and self.ping_ok():
+                return child
+            time.sleep(0.3)
+        raise AssertionError(f"not ready in {START_TIMEOUT_S:.0f} s:\n{self.log.read_text()[-3000:]}")
+
+
+def uid_of(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no Uid line for {pid}")
+
+
+@pytest.fixture
+def supervised(tiny_model: Path, tmp_path: Path) -> Iterator[Supervised]:
+    if os.geteuid() != 0:
+        pytest.fail("this test checks the drop from root; CI and the container run as root")
+    assert DEBIAN_PYTHON.exists(), "Debian's python3.11 is needed to run unprivileged here"
+    model = Path("/tmp") / f"kokoro-supervised-{os.getpid()}"
+    shutil.copytree(tiny_model, model, dirs_exist_ok=True)
+    subprocess.run(["chmod", "-R", "a+rX", str(model)], check=True)
+    sources = [REPO / "containers" / "kokoro", REPO / "voicestream" / "src", Path(sysconfig.get_paths()["purelib"])]
+    env = {**os.environ, "KOKORO_SUPERVISE": "1", "KOKORO_RUN_AS": "nobody", "KOKORO_WARMUP": "0",
+           "PYTHONPATH": os.pathsep.join(map(str, sources)), "PYTHONUNBUFFERED": "1"}
+    port = free_port()
+    log = tmp_path / "supervisor.log"
+    with log.open("wb") as handle:
+        process = subprocess.Popen(
+            [str(DEBIAN_PYTHON), "-m", "kokoro_server", "serve", "--model-dir", str(model),
+             "--host", "127.0.0.1", "--port", str(port)],
+            cwd="/tmp", env=env, stdout=handle, stderr=subprocess.STDOUT,
+        )
+    running = Supervised(process=process, url=f"http://127.0.0.1:{port}", log=log)
+    try:
+        yield running
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
+        shutil.rmtree(model, ignore_errors=True)
+
+
+def test_serves_unprivileged_restarts_after_a_crash_and_stops_on_sigterm(supervised: Supervised) -> None:
+    first = supervised.wait_ready()
+    assert uid_of(supervised.process.pid) == 0 and uid_of(first) != 0
+    os.kill(first, signal.SIGSEGV)  # what a libav crash looks like from outside
+    deadline = time.monotonic() + 30
+    while supervised.ping_ok() and time.monotonic() < deadline:  # bounded: the dead one stops answering
+        time.sleep(0.05)
+    assert not supervised.ping_ok(), "/ping must fail while the model is not back"
+    second = supervised.wait_ready()
+    assert second != first and uid_of(second) != 0
+    log = supervised.log.read_text()
+    assert "died (signal SIGSEGV)" in log and "restarting" in log
+    supervised.process.send_signal(signal.SIGTERM)
+    assert supervised.process.wait(60) == 0
+    assert not Path(f"/proc/{second}").exists()
