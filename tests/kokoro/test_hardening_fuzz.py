@@ -110,7 +110,8 @@ def valid_cheap() -> Any:
         st.builds(lambda t: {"type": "speak", "text": t}, tiny_text),
         st.builds(lambda t: {"type": "delta", "text": t}, tiny_text),
         st.just({"type": "flush"}), st.just({"type": "cancel"}), st.just({"type": "ping"}),
-        st.builds(lambda f: {"type": "configure", "format": f}, st.sampled_from(["pcm", "wav"])),
+        # every format, so utterances switch between codecs within the one session
+        st.builds(lambda f: {"type": "configure", "format": f}, st.sampled_from(list(FORMATS))),
         st.builds(lambda t: {"text": t, "request_id": "legacy"}, tiny_text),
     ).map(json.dumps)
 
@@ -249,7 +250,7 @@ post_bodies = st.one_of(
     st.binary(max_size=300), json_value.map(json.dumps), messages().map(truncated_utf8),
     st.integers(10_001, 11_000).map(lambda n: json.dumps({"text": "a" * n})),
     st.builds(lambda t, f, tr: json.dumps({"text": t, "format": f, "transport": tr}),
-              tiny_text, st.sampled_from(["pcm", "wav", "mp3"]), st.sampled_from(["binary", "sse"])),
+              tiny_text, st.sampled_from(list(FORMATS)), st.sampled_from(["binary", "sse"])),
     st.text(alphabet=string.printable, max_size=100),
 )
 
