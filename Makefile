@@ -64,8 +64,8 @@ demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro (real model) on TTS_PORT 
 bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs into bench/results (~5-9 min)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 
-soak: $(VENV)/.installed $(KVENV)/.installed ## bounded soak: 32 sessions x 20 turns, random cancels, tiny model (SESSIONS=, TURNS=)
-	$(VENV)/bin/python -m bench.soak --sessions $(or $(SESSIONS),32) --turns $(or $(TURNS),20) --json bench/results/soak.json
+soak: $(VENV)/.installed $(KVENV)/.installed ## bounded soak: 32 sessions x 20 turns, random cancels, then 5 min of clients vanishing mid-encode; tiny model (SESSIONS=, TURNS=, VANISH_S=)
+	$(VENV)/bin/python -m bench.soak --sessions $(or $(SESSIONS),32) --turns $(or $(TURNS),20) --vanish-seconds $(or $(VANISH_S),300) --json bench/results/soak.json
 
 synth: $(VENV)/.installed ## synthesize every stack into cdk.out (offline; runs cdk-nag)
 	$(VENV)/bin/python -m infra.app

@@ -40,12 +40,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 from websockets.asyncio.client import connect
+
+from bench.vanish import holds, vanish
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = ["Hello there.", "Yes, of course.", "The weather is fine.", "Good morning to you.", "Thanks a lot."]
@@ -289,6 +291,20 @@ def _server(model_dir: Path | None, python: str) -> Any:
             log.close()
 
 
+async def soak_then_vanish(*, http_url: str, pid: int, vanish_seconds: float, **options: Any) -> dict[str, Any]:
+    """The soak, then ``vanish_seconds`` of clients leaving mid-encode (bench/vanish.py) on the same
+    server: it must survive, serve a clean request in every compressed format, and go idle."""
+    result = await soak(http_url=http_url, pid=pid, **options)
+    if vanish_seconds > 0:
+        report = await vanish(http_url=http_url, pid=pid, sessions=8, seconds=vanish_seconds,
+                              seed=options.get("seed", 1))
+        result["vanish"] = {**asdict(report), "crashes": 0 if report.server_alive else 1,
+                            "fds_after": fd_count(pid) if report.server_alive else None}
+        if not holds(report):
+            raise SoakFailure(f"clients vanishing mid-encode: {json.dumps(result['vanish'])}")
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=32)
@@ -301,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pid", type=int, help="the process id of the server at --url")
     parser.add_argument("--model-dir", type=Path, help="serve this model (default: a tiny random-weight one)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--vanish-seconds", type=float, default=0.0,
+                        help="then this long of clients vanishing mid-encode (bench/vanish.py)")
     args = parser.parse_args(argv)
     python = os.environ.get("KOKORO_PYTHON", str(REPO / ".venv-kokoro" / "bin" / "python"))
     options = dict(sessions=args.sessions, turns=args.turns, cancel_rate=args.cancel_rate, seed=args.seed,
@@ -309,10 +327,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.url:
             if args.pid is None:
                 parser.error("--url needs --pid (RSS and descriptors are read from /proc/<pid>)")
-            result = asyncio.run(soak(http_url=args.url, pid=args.pid, **options))
+            result = asyncio.run(soak_then_vanish(http_url=args.url, pid=args.pid,
+                                                  vanish_seconds=args.vanish_seconds, **options))
         else:
             with _server(args.model_dir, python) as (url, pid):
-                result = asyncio.run(soak(http_url=url, pid=pid, **options))
+                result = asyncio.run(soak_then_vanish(http_url=url, pid=pid,
+                                                      vanish_seconds=args.vanish_seconds, **options))
     except SoakFailure as failure:
         print(f"soak: FAILED: {failure}", file=sys.stderr)
         return 1
