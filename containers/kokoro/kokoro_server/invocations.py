@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+from voicestream.chunker import iter_sentences
 from voicestream.protocol import MAX_TEXT_CHARS, ProtocolError, SynthesisRequest, parse_request
 
 from .audio import CONTENT_TYPES, StreamEncoder, encode_off_loop, validate_format
@@ -61,11 +62,8 @@ async def invocations(request: Request) -> Response:
         req = parse_request(body)
         voice = synth.resolve_voice(req.voice)
         validate_format(req.format, req.sample_rate)
-    except ProtocolError as exc:
+    except ProtocolError as exc:  # validate_format's too: it names the field
         return error_response(exc)
-    except ValueError as exc:  # validate_format names the field first: "sample_rate: ..."
-        name = str(exc).split(":", 1)[0]
-        return error_response(ProtocolError("invalid_field", str(exc), field=name))
     request_id = request.headers.get("x-amzn-requestid") or uuid.uuid4().hex
     headers = {"X-Request-Id": request_id, "X-Audio-Format": req.format, "X-Audio-Sample-Rate": str(req.sample_rate)}
     if req.transport == "sse":
@@ -78,7 +76,7 @@ async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> Async
     """Encoded audio as it is made: (bytes, seconds of audio, seconds on the model)."""
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
-    speech = synth.speech(owner=owner, text=req.text, voice=voice, speed=req.speed)
+    speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed)
     finished = False
     try:
         async for chunk in speech:
