@@ -10,8 +10,6 @@ aborted body (HTTP has no way to take a 200 back).
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import time
 import uuid
@@ -20,7 +18,10 @@ from collections.abc import AsyncIterator
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from voicestream.chunker import iter_sentences
-from voicestream.protocol import MAX_TEXT_CHARS, ProtocolError, SynthesisRequest, parse_request
+from voicestream.protocol import (
+    MAX_TEXT_CHARS, ErrorEvent, ProtocolError, SseAudio, SseEnd, SseStart, SynthesisRequest, encode_sse,
+    parse_request,
+)
 
 from .audio import CONTENT_TYPES, StreamEncoder, encode_off_loop, validate_format
 from .synth import Synthesizer
@@ -96,13 +97,9 @@ async def _binary(synth: Synthesizer, req: SynthesisRequest, voice: str) -> Asyn
             yield data
 
 
-def _event(name: str, payload: dict) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
-
-
 async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id: str) -> AsyncIterator[bytes]:
     started = time.perf_counter()
-    yield _event("start", {"id": request_id, "voice": voice, "format": req.format, "sample_rate": req.sample_rate})
+    yield encode_sse(SseStart(id=request_id, voice=voice, format=req.format, sample_rate=req.sample_rate))
     audio_s = synthesis_s = 0.0
     index = 0
     try:
@@ -110,13 +107,13 @@ async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id
             audio_s += seconds
             synthesis_s += spent
             if data:
-                yield _event("audio", {"index": index, "audio": base64.b64encode(data).decode("ascii")})
+                yield encode_sse(SseAudio.of(index=index, data=data))
                 index += 1
     except Exception as exc:
         log.exception("request %s failed", request_id)
-        yield _event("error", {"code": "synthesis_failed", "message": f"{type(exc).__name__}: {exc}"})
+        yield encode_sse(ErrorEvent(code="synthesis_failed", message=f"{type(exc).__name__}: {exc}"))
         return
-    yield _event("end", {
-        "id": request_id, "chunks": index, "audio_ms": round(audio_s * 1000),
-        "synthesis_ms": round(synthesis_s * 1000), "elapsed_ms": round((time.perf_counter() - started) * 1000),
-    })
+    yield encode_sse(SseEnd(
+        id=request_id, chunks=index, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
+        elapsed_ms=round((time.perf_counter() - started) * 1000),
+    ))

@@ -9,7 +9,8 @@ Two routes speak it (docs/protocol.md has the prose and an example transcript):
 
 Parts: ``fields`` (limits, :class:`ProtocolError`, validators), ``audio`` (rates, formats, pcm
 constants), ``messages`` (client -> server), ``events`` (server -> client, close codes), ``aws``
-(the AWS sample's shape, translated at the edge), ``wire`` (encode / parse). Everything is pure
+(the AWS sample's shape), ``edge`` (one connection's translator), ``sse`` (the POST route's
+events), ``wire`` (encode / parse). Everything is pure
 data and validation, so both sides agree on what is valid and every refusal names its field.
 """
 
@@ -33,6 +34,7 @@ from .messages import (
     MESSAGE_TYPES, Cancel, ClientMessage, Close, Configure, Delta, Flush, Ping, SessionSettings, Speak,
     SynthesisRequest,
 )
+from .sse import SSE_EVENTS, SseAudio, SseEnd, SseStart, encode_sse, parse_sse
 from .wire import (
     decode_event, encode_client_message, encode_event, parse_client_message, parse_event, parse_request,
 )
@@ -41,7 +43,7 @@ __all__ = [
     "AUDIO_FRAME_BYTES", "CHANNELS", "CONTENT_TYPES", "EVENTS", "FORMATS", "MAX_FRAME_BYTES",
     "MAX_ID_CHARS", "MAX_TEXT_CHARS", "MESSAGE_TYPES", "NATIVE_SAMPLE_RATE", "PCM_BYTES_PER_MS",
     "PCM_BYTES_PER_SECOND", "PROTOCOL_VERSION", "SAMPLE_RATES", "SAMPLE_WIDTH", "SERVER_EVENT_TYPES",
-    "SPEED_MAX", "SPEED_MIN", "SUPPORTED_RATES", "TRANSPORTS", "Cancel", "Cancelled", "ClientMessage",
+    "SPEED_MAX", "SSE_EVENTS", "SseAudio", "SseEnd", "SseStart", "encode_sse", "parse_sse", "SPEED_MIN", "SUPPORTED_RATES", "TRANSPORTS", "Cancel", "Cancelled", "ClientMessage",
     "Close", "CloseCode", "Configure", "Configured", "Delta", "ErrorEvent", "Flush", "Format", "Ping",
     "Pong", "ProtocolError", "ServerEdge", "ServerEvent", "SessionSettings", "Speak",
     "SynthesisRequest", "Transport", "TurnEnd", "UtteranceEnd", "UtteranceStart", "check_audio_format",

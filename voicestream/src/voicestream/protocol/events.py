@@ -33,12 +33,14 @@ EVENTS: dict[str, type[ServerEvent]] = {}
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
-def server_event(name: str) -> typing.Callable[[type[E]], type[E]]:
-    """Register an event class under its wire ``type``."""
+def server_event(
+    name: str, *, registry: dict[str, type[ServerEvent]] | None = None
+) -> typing.Callable[[type[E]], type[E]]:
+    """Register an event class under its wire ``type`` (in EVENTS, the WebSocket's, by default)."""
 
     def register(cls: type[E]) -> type[E]:
         cls.TYPE = name
-        EVENTS[name] = cls
+        (EVENTS if registry is None else registry)[name] = cls
         return cls
 
     return register
