@@ -96,3 +96,29 @@ def test_the_format_table_refuses_with_the_field_named(fmt: object, rate: object
         check_audio_format(fmt, rate)
     assert error.value.field == field and error.value.message.startswith(f"{field}: ")
     assert check_audio_format("opus", 48000) == ("opus", 48000)
+
+
+def test_a_new_event_type_is_one_decorated_dataclass_with_nested_fields_encoded() -> None:
+    from dataclasses import dataclass
+
+    from voicestream.protocol import ServerEvent, server_event
+
+    @dataclass(frozen=True, kw_only=True)
+    class Word:
+        text: str
+        start_ms: int
+        end_ms: int | None = None
+
+    registry: dict[str, type[ServerEvent]] = {}
+
+    @server_event("words", registry=registry)
+    @dataclass(frozen=True, kw_only=True)
+    class Words(ServerEvent):
+        id: str
+        words: tuple[Word, ...]
+
+    frame = json.loads(encode_event(Words(id="1.1", words=(Word(text="Hi", start_ms=0, end_ms=250),
+                                                             Word(text="there", start_ms=250)))))
+    assert frame == {"type": "words", "id": "1.1", "words": [{"text": "Hi", "start_ms": 0, "end_ms": 250},
+                                                             {"text": "there", "start_ms": 250}]}
+    assert registry == {"words": Words} and "words" not in EVENTS

@@ -46,6 +46,7 @@ class Speaker:
         try:
             async for chunk in utt.speech:
                 if utt.gen != outbox.generation:
+                    encoder.close()  # cancelled between chunks: free the codec now, not at GC
                     return
                 audio_s += chunk.synthesis.seconds
                 synthesis_s += chunk.synthesis_s

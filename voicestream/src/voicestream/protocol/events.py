@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import types
 import typing
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Final, TypeVar, Union
 
 from .audio import NATIVE_SAMPLE_RATE
@@ -53,12 +53,7 @@ class ServerEvent:
     TYPE: ClassVar[str] = ""
 
     def to_wire(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"type": self.TYPE}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            if value is not None:
-                out[f.name] = list(value) if isinstance(value, tuple) else value
-        return out
+        return {"type": self.TYPE, **_plain(self)}
 
     @classmethod
     def from_wire(cls: type[E], frame: dict[str, Any]) -> E:
@@ -68,6 +63,15 @@ class ServerEvent:
             hints = _HINTS[cls] = typing.get_type_hints(cls)
         values = {f.name: _coerce(hints[f.name], frame.get(f.name), f) for f in fields(cls)}
         return cls(**values)
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: a dataclass as its fields (``None`` left out), a tuple as a list, nested too."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(v) for f in fields(value) if (v := getattr(value, f.name)) is not None}
+    if isinstance(value, (tuple, list)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _coerce(hint: Any, value: Any, f: Any) -> Any:
