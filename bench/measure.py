@@ -24,10 +24,11 @@ import numpy as np
 from websockets.asyncio.client import ClientConnection, connect
 
 from voicestream.chunker import IncrementalSentenceChunker
+from voicestream.protocol import PCM_BYTES_PER_SECOND
 
 from .scenario import Scenario, play
 
-PCM_BYTES_PER_S = 24_000 * 2  # s16le mono at the protocol's default 24 kHz
+PCM_BYTES_PER_S = PCM_BYTES_PER_SECOND  # s16le mono at the protocol's native 24 kHz
 BIDI_PATH = "/invocations-bidirectional-stream"
 RUN_TIMEOUT_S = 600.0  # one scenario run, start to last audio
 FIRST_AUDIO_TIMEOUT_S = 120.0

@@ -32,9 +32,8 @@ from voicestream.chunker import aiter_sentences
 from voicestream.clients import (
     AudioChunk, TtsConfigError, TtsConnectionError, TtsError, TtsServerError, TtsSession,
 )
-from voicestream.protocol import NATIVE_SAMPLE_RATE, SynthesisRequest
+from voicestream.protocol import NATIVE_SAMPLE_RATE, SAMPLE_WIDTH, SynthesisRequest
 
-SAMPLE_WIDTH = 2  # s16le
 
 
 class Mode(StrEnum):

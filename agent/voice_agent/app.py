@@ -30,6 +30,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
 from strands import Agent
+from voicestream.protocol import CloseCode
 
 from .config import AgentConfig
 from .events import (
@@ -37,7 +38,7 @@ from .events import (
     request_error_event,
 )
 from .models import ModelFactory, model_factory
-from .speaking import Audio, Turn, TurnItem, TurnRegistry, TtsConnector
+from .speaking import SAMPLE_RATE, Audio, Turn, TurnItem, TurnRegistry, TtsConnector
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class VoiceService:
 
     def ready_event(self) -> dict[str, Any]:
         return {"type": "ready", **self.config.describe(), "modes": ["bidi", "batch"], "format": "pcm_s16le",
-                "sample_rate": 24_000, "channels": 1, "max_message_bytes": MAX_MESSAGE_BYTES, "t_ms": 0}
+                "sample_rate": SAMPLE_RATE, "channels": 1, "max_message_bytes": MAX_MESSAGE_BYTES, "t_ms": 0}
 
 
 def tts_connector(config: AgentConfig) -> TtsConnector | None:
@@ -235,7 +236,7 @@ def create_app(*, config: AgentConfig, models: ModelFactory | None = None,
     return app
 
 
-STALLED_CLOSE_CODE = 4002  # as the TTS server: the client stopped reading
+STALLED_CLOSE_CODE = CloseCode.STALLED  # as the TTS server: the client stopped reading
 
 
 async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:

@@ -30,13 +30,14 @@ from voicestream.chunker import IncrementalSentenceChunker
 from voicestream.clients.base import TtsSession
 from voicestream.clients.errors import TtsError
 from voicestream.clients.events import AudioChunk, Cancelled, ErrorEvent, TurnEnd
+from voicestream.protocol import NATIVE_SAMPLE_RATE, PCM_BYTES_PER_MS
 
 from .events import PromptRequest, error_event
 
 log = logging.getLogger(__name__)
 
-SAMPLE_RATE = 24_000
-BYTES_PER_MS = SAMPLE_RATE * 2 // 1000  # PCM s16le mono
+SAMPLE_RATE = NATIVE_SAMPLE_RATE  # the TTS server's pcm, passed on unchanged
+BYTES_PER_MS = PCM_BYTES_PER_MS
 # After an interrupt the model and the TTS server get this long to wind down before their
 # tasks are cancelled outright; the client already has its ``interrupted`` event by then.
 STOP_GRACE_S = 3.0

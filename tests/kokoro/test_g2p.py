@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kokoro_server.g2p import Phonemizer, language_of
+from kokoro_server.g2p import Phonemizer, language_of, sentence_jobs
 
 pytestmark = pytest.mark.kokoro
 
@@ -34,3 +34,14 @@ def test_long_text_is_cut_within_the_model_window(phonemizer: Phonemizer) -> Non
 @pytest.mark.parametrize(("voice", "lang"), [("af_heart", "a"), ("bf_emma", "b"), ("jf_alpha", "a"), ("x", "a")])
 def test_language_follows_the_voice_prefix(voice: str, lang: str) -> None:
     assert language_of(voice) == lang
+
+
+@pytest.mark.parametrize(("phonemes", "jobs"), [
+    ("həlˈO ðˈɛɹ. zˈibɹəz zˈɪɡzˌæɡ. ɡˈʊd dˈA tə ju.", ["həlˈO ðˈɛɹ.", "zˈibɹəz zˈɪɡzˌæɡ.", "ɡˈʊd dˈA tə ju."]),
+    ("“stˈɑp!” hi sˈɛd.", ["“stˈɑp!”", "hi sˈɛd."]),  # closing quotes stay with their sentence
+    ("wˈʌn: tˈu; θɹˈi, fˈɔɹ.", ["wˈʌn: tˈu; θɹˈi, fˈɔɹ."]),  # clauses are not sentences
+    ("θɹˈi pˈYnt wˈʌn", ["θɹˈi pˈYnt wˈʌn"]),
+    ("", []),
+])
+def test_a_speak_with_several_sentences_becomes_one_model_job_per_sentence(phonemes: str, jobs: list[str]) -> None:
+    assert sentence_jobs(phonemes) == jobs

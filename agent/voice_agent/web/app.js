@@ -4,7 +4,7 @@
 // one ends (the nextStartTime cursor), not when it arrives.
 "use strict";
 
-const SAMPLE_RATE = 24000;
+let sampleRate = 24000; // pcm s16le mono; the `ready` event says the agent's actual rate
 const LEAD_S = 0.08; // head start for the first chunk (and after an underrun): absorbs network jitter
 
 const stats = {
@@ -34,7 +34,7 @@ let acceptingAudio = false;
 const sources = new Set();
 
 function audioContext() {
-  if (!ctx) ctx = new AudioContext({ sampleRate: SAMPLE_RATE });
+  if (!ctx) ctx = new AudioContext({ sampleRate });
   if (ctx.state === "suspended") ctx.resume();
   return ctx;
 }
@@ -44,7 +44,7 @@ function schedule(buffer) {
   const ac = audioContext();
   const pcm = new Int16Array(buffer, 0, buffer.byteLength >> 1);
   if (pcm.length === 0) return;
-  const audio = ac.createBuffer(1, pcm.length, SAMPLE_RATE);
+  const audio = ac.createBuffer(1, pcm.length, sampleRate);
   const channel = audio.getChannelData(0);
   for (let i = 0; i < pcm.length; i++) channel[i] = pcm[i] / 32768;
   if (nextStartTime < ac.currentTime + 0.005) nextStartTime = ac.currentTime + LEAD_S;
@@ -88,6 +88,7 @@ function onEvent(event) {
   if (event.turn !== undefined) stats.events.push(event.type);
   switch (event.type) {
     case "ready":
+      if (Number.isInteger(event.sample_rate) && !ctx) sampleRate = event.sample_rate;
       stats.model = event.model;
       stats.offline = event.model === "offline";
       stats.state = "idle";

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
+from voicestream.protocol import CloseCode, ErrorEvent, encode_event
 
 from .config import Settings
 from .invocations import invocations
@@ -30,9 +31,9 @@ from .synth import Synthesizer
 
 log = logging.getLogger(__name__)
 
-BUSY_CLOSE_CODE = 1013  # RFC 6455 "Try Again Later"
-IDLE_CLOSE_CODE = 4001  # no message and nothing to speak for KOKORO_IDLE_TIMEOUT_S
-STALLED_CLOSE_CODE = 4002  # the client read nothing for KOKORO_SEND_TIMEOUT_S while audio waited
+BUSY_CLOSE_CODE = CloseCode.BUSY  # at KOKORO_MAX_SESSIONS
+IDLE_CLOSE_CODE = CloseCode.IDLE  # no message and nothing to speak for KOKORO_IDLE_TIMEOUT_S
+STALLED_CLOSE_CODE = CloseCode.STALLED  # the client read nothing for KOKORO_SEND_TIMEOUT_S while audio waited
 # The scope extension through which the server's WebSocket protocol (AbortableWebSocketProtocol)
 # lets the app cut a connection whose peer stopped reading: a close frame cannot reach it.
 ABORT_EXTENSION = "kokoro.abort"
@@ -64,7 +65,7 @@ async def bidirectional(websocket: WebSocket) -> None:
     settings: Settings = state.settings
     if not state.ready or state.sessions >= settings.max_sessions:
         reason = "model loading" if not state.ready else f"server busy ({settings.max_sessions} sessions)"
-        await websocket.send_json({"type": "error", "code": "busy", "message": reason})
+        await websocket.send_text(encode_event(ErrorEvent(code="busy", message=reason)))
         await websocket.close(code=BUSY_CLOSE_CODE, reason=reason)
         return
     state.sessions += 1
@@ -74,7 +75,7 @@ async def bidirectional(websocket: WebSocket) -> None:
         state.sessions -= 1
     if outcome == CLOSE:
         with contextlib.suppress(Exception):
-            await websocket.close(code=1000)
+            await websocket.close(code=CloseCode.NORMAL)
     elif outcome == IDLE:
         with contextlib.suppress(Exception):
             await asyncio.wait_for(websocket.close(code=IDLE_CLOSE_CODE, reason="idle timeout"), 5.0)

@@ -67,6 +67,9 @@ from typing import Final
 import av
 import numpy as np
 import numpy.typing as npt
+from voicestream.protocol import (
+    CONTENT_TYPES, FORMATS, NATIVE_SAMPLE_RATE, SAMPLE_RATES, SUPPORTED_RATES, check_audio_format,
+)
 
 from .exclusive import Exclusive, ExclusiveClosed
 
@@ -81,23 +84,8 @@ __all__ = [
     "validate_format",
 ]
 
-FORMATS: Final[tuple[str, ...]] = ("pcm", "wav", "mp3", "opus", "aac", "flac")
-NATIVE_RATE: Final[int] = 24000
-SAMPLE_RATES: Final[tuple[int, ...]] = (8000, 16000, 22050, 24000, 44100, 48000)
-_OPUS_RATES: Final[tuple[int, ...]] = (8000, 16000, 24000, 48000)
-SUPPORTED_RATES: Final[dict[str, tuple[int, ...]]] = {
-    fmt: (_OPUS_RATES if fmt == "opus" else SAMPLE_RATES) for fmt in FORMATS
-}
-"""Which output rates each format accepts (libopus only runs at 8/12/16/24/48 kHz)."""
-
-CONTENT_TYPES: Final[dict[str, str]] = {
-    "pcm": "audio/pcm",
-    "wav": "audio/wav",
-    "mp3": "audio/mpeg",
-    "opus": "audio/ogg",
-    "aac": "audio/aac",
-    "flac": "audio/flac",
-}
+# The format/rate table and the native rate are the protocol's (voicestream.protocol.audio).
+NATIVE_RATE: Final[int] = NATIVE_SAMPLE_RATE
 
 _S16_SCALE: Final[float] = 32767.0
 _UNKNOWN_SIZE: Final[int] = 0xFFFFFFFF
@@ -106,21 +94,10 @@ _UNKNOWN_SIZE: Final[int] = 0xFFFFFFFF
 def validate_format(fmt: object, sample_rate: object) -> tuple[str, int]:
     """Check a requested (format, sample rate) pair before any audio is produced.
 
-    Raises ValueError whose message starts with the offending field (``format:`` or
-    ``sample_rate:``) so a request handler can pass it straight to the client.
+    Raises ProtocolError (a ValueError) whose ``field`` names the offending field and whose
+    message starts with it (``format:`` or ``sample_rate:``).
     """
-    if not isinstance(fmt, str):
-        raise ValueError(f"format: must be a string, one of {', '.join(FORMATS)}; got {fmt!r}")
-    if fmt not in FORMATS:
-        raise ValueError(f"format: must be one of {', '.join(FORMATS)}; got {fmt!r}")
-    if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)):
-        raise ValueError(f"sample_rate: must be an integer number of Hz; got {sample_rate!r}")
-    rate = int(sample_rate)
-    allowed = SUPPORTED_RATES[fmt]
-    if rate not in allowed:
-        listed = ", ".join(str(r) for r in allowed)
-        raise ValueError(f"sample_rate: {fmt} supports {listed} Hz; got {rate}")
-    return fmt, rate
+    return check_audio_format(fmt, sample_rate)
 
 
 def float_to_s16le(audio: npt.NDArray[np.floating]) -> bytes:

@@ -7,6 +7,7 @@ most 510 phonemes at punctuation. Both engines share it, so they hear the same p
 
 from __future__ import annotations
 
+import re
 import threading
 
 from kokoro import KPipeline
@@ -18,6 +19,23 @@ REPO_ID = "hexgrad/Kokoro-82M"
 # Other languages need misaki extras this image does not carry; they are read as American English
 # (the packaged Japanese voices, for one, speak English text that way).
 _LANGS = ("a", "b")
+
+
+# A sentence end in G2P's output: terminal punctuation (closing quotes/brackets kept with it), then a
+# space. G2P has already spoken abbreviations, numbers and URLs as words, so a "." here ends a sentence.
+_SENTENCE_END = re.compile(r"[.!?…]+[”\"’)\]]*(?=\s)")
+
+
+def sentence_jobs(phonemes: str) -> list[str]:
+    """One phoneme chunk as one model job per sentence in it, so a ``speak`` holding several
+    sentences still streams sentence by sentence and shares the model fairly (the text itself is
+    not cut again: see docs/architecture.md)."""
+    parts, start = [], 0
+    for end in _SENTENCE_END.finditer(phonemes):
+        parts.append(phonemes[start:end.end()])
+        start = end.end()
+    parts.append(phonemes[start:])
+    return [part for part in (p.strip() for p in parts) if part]
 
 
 def language_of(voice: str) -> str:

@@ -10,8 +10,6 @@ aborted body (HTTP has no way to take a 200 back).
 
 from __future__ import annotations
 
-import base64
-import json
 import logging
 import time
 import uuid
@@ -19,7 +17,11 @@ from collections.abc import AsyncIterator
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
-from voicestream.protocol import MAX_TEXT_CHARS, ProtocolError, SynthesisRequest, parse_request
+from voicestream.chunker import iter_sentences
+from voicestream.protocol import (
+    MAX_TEXT_CHARS, ErrorEvent, ProtocolError, SseAudio, SseEnd, SseStart, SynthesisRequest, encode_sse,
+    parse_request,
+)
 
 from .audio import CONTENT_TYPES, StreamEncoder, encode_off_loop, validate_format
 from .synth import Synthesizer
@@ -61,11 +63,8 @@ async def invocations(request: Request) -> Response:
         req = parse_request(body)
         voice = synth.resolve_voice(req.voice)
         validate_format(req.format, req.sample_rate)
-    except ProtocolError as exc:
+    except ProtocolError as exc:  # validate_format's too: it names the field
         return error_response(exc)
-    except ValueError as exc:  # validate_format names the field first: "sample_rate: ..."
-        name = str(exc).split(":", 1)[0]
-        return error_response(ProtocolError("invalid_field", str(exc), field=name))
     request_id = request.headers.get("x-amzn-requestid") or uuid.uuid4().hex
     headers = {"X-Request-Id": request_id, "X-Audio-Format": req.format, "X-Audio-Sample-Rate": str(req.sample_rate)}
     if req.transport == "sse":
@@ -78,7 +77,7 @@ async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> Async
     """Encoded audio as it is made: (bytes, seconds of audio, seconds on the model)."""
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
-    speech = synth.speech(owner=owner, text=req.text, voice=voice, speed=req.speed)
+    speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed)
     finished = False
     try:
         async for chunk in speech:
@@ -98,13 +97,9 @@ async def _binary(synth: Synthesizer, req: SynthesisRequest, voice: str) -> Asyn
             yield data
 
 
-def _event(name: str, payload: dict) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
-
-
 async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id: str) -> AsyncIterator[bytes]:
     started = time.perf_counter()
-    yield _event("start", {"id": request_id, "voice": voice, "format": req.format, "sample_rate": req.sample_rate})
+    yield encode_sse(SseStart(id=request_id, voice=voice, format=req.format, sample_rate=req.sample_rate))
     audio_s = synthesis_s = 0.0
     index = 0
     try:
@@ -112,13 +107,13 @@ async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id
             audio_s += seconds
             synthesis_s += spent
             if data:
-                yield _event("audio", {"index": index, "audio": base64.b64encode(data).decode("ascii")})
+                yield encode_sse(SseAudio.of(index=index, data=data))
                 index += 1
     except Exception as exc:
         log.exception("request %s failed", request_id)
-        yield _event("error", {"code": "synthesis_failed", "message": f"{type(exc).__name__}: {exc}"})
+        yield encode_sse(ErrorEvent(code="synthesis_failed", message=f"{type(exc).__name__}: {exc}"))
         return
-    yield _event("end", {
-        "id": request_id, "chunks": index, "audio_ms": round(audio_s * 1000),
-        "synthesis_ms": round(synthesis_s * 1000), "elapsed_ms": round((time.perf_counter() - started) * 1000),
-    })
+    yield encode_sse(SseEnd(
+        id=request_id, chunks=index, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
+        elapsed_ms=round((time.perf_counter() - started) * 1000),
+    ))

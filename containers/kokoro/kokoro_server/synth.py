@@ -1,25 +1,26 @@
 """Text to audio chunks: sentences, G2P and model jobs pipelined ahead of whoever reads the audio.
 
-Both routes use it. ``POST /invocations`` reads one :class:`Speech`; a WebSocket session reads one
-per utterance and starts the next one's G2P and jobs while the previous one's audio streams, so
-the model never waits on G2P between sentences.
+Both routes use it. ``POST /invocations`` reads one :class:`Speech` over the sentences it cut from
+its text; a WebSocket session reads one per utterance (one piece, already cut: by the client for
+``speak``, by the session's chunker for ``delta``) and starts the next one's G2P and jobs while the
+previous one's audio streams, so the model never waits on G2P between sentences. Nothing here cuts
+sentences: each text is cut once, before it gets here (docs/architecture.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Hashable
 
 import numpy as np
-from voicestream.chunker import iter_sentences
 from voicestream.protocol import ProtocolError
 
 from .engines import Engine, Synthesis
-from .g2p import Phonemizer
+from .g2p import Phonemizer, sentence_jobs
 from .model_dir import style_for
 from .scheduler import FairScheduler
 
@@ -74,9 +75,10 @@ class Synthesizer:
         return self.scheduler.submit(owner, run)
 
     def speech(
-        self, *, owner: Hashable, text: str, voice: str, speed: float, after: "Speech | None" = None
+        self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None
     ) -> "Speech":
-        return Speech(self, owner=owner, text=text, voice=voice, speed=speed, after=after)
+        """Speak ``pieces`` (sentences already cut; an iterator is read as the producer needs it)."""
+        return Speech(self, owner=owner, pieces=pieces, voice=voice, speed=speed, after=after)
 
     def warm_up(self) -> None:
         """Run G2P and one synthesis now, so the first request pays neither."""
@@ -95,20 +97,20 @@ def _pick_default(voices: dict[str, np.ndarray]) -> str:
 
 
 class Speech:
-    """One text on its way to audio. Iterate it for chunks in order; ``cancel`` drops the rest.
+    """Pieces of text on their way to audio. Iterate it for chunks in order; ``cancel`` drops the rest.
 
-    A producer task splits the text into sentences, phonemizes them and queues model jobs, at most
+    A producer task phonemizes the pieces (G2P splits only what exceeds the model's 510 phonemes) and queues model jobs, at most
     LOOKAHEAD chunks ahead of the reader. With ``after`` it waits until the previous speech has
     queued all its jobs, so one owner's jobs reach the model in the order they were spoken.
     """
 
     def __init__(
-        self, synth: Synthesizer, *, owner: Hashable, text: str, voice: str, speed: float,
+        self, synth: Synthesizer, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float,
         after: "Speech | None",
     ) -> None:
         self._synth = synth
         self._owner = owner
-        self._text = text
+        self._pieces = pieces
         self._voice = voice
         self._speed = speed
         self._after = after
@@ -123,13 +125,14 @@ class Speech:
             if self._after is not None:
                 await self._after.all_queued.wait()
                 self._after = None  # no chain of every earlier speech kept alive by the latest one
-            for sentence in iter_sentences(self._text):
-                for phonemes in await self._synth.phonemize(sentence, voice=self._voice):
-                    future = self._synth.submit(
-                        owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed
-                    )
-                    self._pending.append(future)
-                    await self._jobs.put(future)
+            for piece in self._pieces:
+                for chunk in await self._synth.phonemize(piece, voice=self._voice):
+                    for phonemes in sentence_jobs(chunk):
+                        future = self._synth.submit(
+                            owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed
+                        )
+                        self._pending.append(future)
+                        await self._jobs.put(future)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # G2P failed: the reader raises it after what was queued

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+from voicestream.protocol import NATIVE_SAMPLE_RATE
 
-SAMPLE_RATE = 24_000
+SAMPLE_RATE = NATIVE_SAMPLE_RATE  # Kokoro's output rate: the protocol's native rate
 MAX_PHONEMES = 510  # Kokoro's context is 512 tokens including the two pad tokens
 
 

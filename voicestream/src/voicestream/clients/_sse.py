@@ -5,11 +5,9 @@ Shared by every one-shot transport, since SageMaker's response stream can carry 
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from collections.abc import Iterator
-from typing import Any
+
+from voicestream.protocol import ErrorEvent, ProtocolError, SseAudio, SseEnd, SseStart, parse_sse
 
 from .errors import TtsProtocolError, TtsServerError
 
@@ -19,8 +17,8 @@ class SseAudioDecoder:
 
     def __init__(self) -> None:
         self._buffer = b""
-        self.start: dict[str, Any] | None = None
-        self.end: dict[str, Any] | None = None
+        self.start: SseStart | None = None
+        self.end: SseEnd | None = None
 
     def feed(self, data: bytes) -> Iterator[bytes]:
         self._buffer += data.replace(b"\r\n", b"\n")
@@ -50,20 +48,15 @@ class SseAudioDecoder:
             elif key == "data":
                 data.append(value)
         try:
-            payload = json.loads("\n".join(data)) if data else {}
-        except ValueError:
-            raise TtsProtocolError(f"SSE {name!r} event data is not JSON") from None
-        if not isinstance(payload, dict):
-            raise TtsProtocolError(f"SSE {name!r} event data is not a JSON object")
-        if name == "error":
-            raise TtsServerError.from_frame(payload)
-        if name == "start":
-            self.start = payload
-        elif name == "end":
-            self.end = payload
-        elif name == "audio":
-            try:
-                return base64.b64decode(str(payload.get("audio", "")), validate=True)
-            except (binascii.Error, ValueError):
-                raise TtsProtocolError("SSE audio event is not valid base64") from None
+            event = parse_sse(name, "\n".join(data))
+            if isinstance(event, ErrorEvent):
+                raise TtsServerError(event.code, event.message, field=event.field, id=event.id)
+            if isinstance(event, SseStart):
+                self.start = event
+            elif isinstance(event, SseEnd):
+                self.end = event
+            elif isinstance(event, SseAudio):
+                return event.data()
+        except ProtocolError as exc:
+            raise TtsProtocolError(exc.message) from None
         return b""

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import uuid
 from collections import deque
@@ -26,7 +25,7 @@ from .errors import (
 )
 from .events import (
     AudioChunk, Cancelled, Configured, ErrorEvent, Pong, TtsEvent, TurnEnd, UtteranceEnd,
-    UtteranceStart, parse_event,
+    UtteranceStart, decode_frame,
 )
 
 __all__ = [
@@ -190,15 +189,9 @@ class TtsSession:
                 if self._skip_to_cancelled:
                     continue
                 return AudioChunk(utterance_id=self._current, data=bytes(frame))
-            try:
-                payload = json.loads(frame)
-            except ValueError:
-                raise TtsProtocolError(f"control frame is not JSON: {frame[:200]!r}") from None
-            if not isinstance(payload, dict):
-                raise TtsProtocolError(f"control frame is not a JSON object: {frame[:200]!r}")
-            event = parse_event(payload)
+            event = decode_frame(frame)
             if event is None:
-                log.debug("ignoring unknown server frame %s", payload.get("type"))
+                log.debug("ignoring an unknown server frame: %s", frame[:80])
                 continue
             if self._skip_to_cancelled:
                 if isinstance(event, Cancelled):

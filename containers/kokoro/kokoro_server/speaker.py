@@ -1,0 +1,74 @@
+"""A session's speaker: utterances' audio encoded and queued strictly in the order they were spoken."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from voicestream.protocol import ErrorEvent, SessionSettings, TurnEnd, UtteranceEnd, UtteranceStart
+
+from .audio import StreamEncoder, encode_off_loop
+from .outbox import Outbox
+from .turns import TurnMark, Turns, TurnStats, Utterance
+
+log = logging.getLogger(__name__)
+
+
+class Speaker:
+    """Take ``turns.work`` in order: an utterance's events and audio, or a ``turn_end``."""
+
+    def __init__(self, *, turns: Turns, outbox: Outbox, settings: Callable[[], SessionSettings]) -> None:
+        self._turns = turns
+        self._outbox = outbox
+        self._settings = settings
+
+    async def run(self) -> None:
+        while True:
+            item = await self._turns.work.get()
+            if item.gen != self._outbox.generation:
+                continue
+            if isinstance(item, TurnMark):
+                stats = self._turns.stats.pop(item.turn, TurnStats())
+                await self._outbox.emit(item.gen, TurnEnd(
+                    turn=item.turn, utterances=stats.spoken, audio_ms=round(stats.audio_s * 1000),
+                ))
+            else:
+                await self._speak(item)
+
+    async def _speak(self, utt: Utterance) -> None:
+        settings = self._settings()
+        outbox = self._outbox
+        await outbox.emit(utt.gen, UtteranceStart(id=utt.id, turn=utt.turn, text=utt.text))
+        encoder = StreamEncoder(fmt=settings.format, sample_rate=settings.sample_rate)
+        audio_s = synthesis_s = 0.0
+        sent = 0
+        try:
+            async for chunk in utt.speech:
+                if utt.gen != outbox.generation:
+                    encoder.close()  # cancelled between chunks: free the codec now, not at GC
+                    return
+                audio_s += chunk.synthesis.seconds
+                synthesis_s += chunk.synthesis_s
+                sent += await outbox.send_audio(utt.gen, await encode_off_loop(encoder, chunk.synthesis.audio))
+            sent += await outbox.send_audio(utt.gen, encoder.finish())
+        except asyncio.CancelledError:
+            encoder.close()
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise
+            return  # this utterance was cancelled; the reader already said so
+        except Exception as exc:
+            encoder.close()
+            utt.speech.cancel()  # its producer and queued model jobs stop with it
+            log.exception("utterance %s failed", utt.id)
+            self._turns.failed(utt)
+            await outbox.emit(utt.gen, ErrorEvent(
+                code="synthesis_failed", id=utt.id, message=f"synthesis failed: {type(exc).__name__}: {exc}",
+            ))
+            return
+        self._turns.spoken(utt, audio_s)
+        await outbox.emit(utt.gen, UtteranceEnd(
+            id=utt.id, turn=utt.turn, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
+            bytes=sent, format=settings.format, sample_rate=settings.sample_rate,
+        ))
