@@ -102,6 +102,7 @@ BAD_REQUESTS = [
     ({"text": ""}, 400, "invalid_field", "text"),
     ({"text": " \n\t "}, 400, "invalid_field", "text"),
     ({"text": "x" * 10_001}, 400, "text_too_long", "text"),
+    ('{"text": "Hi \\ud800"}', 400, "invalid_field", "text"),  # a lone surrogate: G2P cannot take it
     ({"text": "Hi.", "voice": "nobody"}, 400, "unknown_voice", "voice"),
     ({"text": "Hi.", "speed": 0}, 400, "invalid_field", "speed"),
     ({"text": "Hi.", "speed": "NaN"}, 400, "invalid_field", "speed"),

@@ -64,6 +64,8 @@ INVALID = [
     ('{"type": "configure", "sample_rate": true}', "invalid_field", "sample_rate"),
     ('{"text": "a", "bogus": 1}', "invalid_field", "bogus"),
     ('{"type": "speak", "text": "' + "x" * 10_001 + '"}', "text_too_long", "text"),
+    ('{"type": "speak", "text": "a\\ud800"}', "invalid_field", "text"),  # a lone surrogate
+    ('{"type": "delta", "text": "\\udc00 b"}', "invalid_field", "text"),
     ('{"type": "speak", "text": "a", "voice": "' + "v" * 129 + '"}', "invalid_field", "voice"),
     ("[" * 100_000, "frame_too_large", None),
 ]

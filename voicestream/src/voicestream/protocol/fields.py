@@ -54,6 +54,10 @@ def check_text(value: object, *, name: str = "text", allow_empty: bool = False) 
             f"{name}: {len(value)} characters is over the limit of {MAX_TEXT_CHARS}",
             field=name,
         )
+    try:  # JSON can carry "\ud800" alone; no tokenizer or codec can take it
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise invalid(name, f"holds an unpaired UTF-16 surrogate at character {exc.start}: not valid Unicode") from None
     return value
 
 
