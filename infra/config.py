@@ -14,22 +14,13 @@ from typing import Any, Final
 
 from constructs import IConstruct
 
+from infra.defaults import shared_defaults
+
 MODEL_CACHE_ROOT: Final = "models/kokoro-82m"
 """Key prefix under which the CLI syncs each Hugging Face revision (one folder per revision)."""
 
-DEFAULTS: Final[Mapping[str, Any]] = {
-    "instanceType": "ml.g5.xlarge",
-    "engine": "torch",
-    "endpointName": "kokoro-tts",
-    "minInstances": 1,
-    "maxInstances": 2,
-    "targetInvocationsPerInstance": 100,
-    "startupHealthCheckTimeoutSeconds": 600,
-    "modelRevision": "f3ff3571791e39611d31c381e3a41a3af07b4987",
-    "bedrockModelId": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
-    "agentRuntimeName": "kokoro_voice_agent",
-}
-"""Fallbacks when a key is absent; cdk.json carries the same values so they are visible there."""
+DEFAULTS: Final[Mapping[str, Any]] = shared_defaults()
+"""Fallbacks when a key is absent: cdk.json's own values (infra/defaults.py reads them)."""
 
 ENGINES: Final = ("torch", "onnx")
 
@@ -72,7 +63,7 @@ class Settings:
     endpoint_name: str
     min_instances: int
     max_instances: int
-    target_invocations_per_instance: int
+    target_concurrent_requests_per_instance: int
     startup_health_check_timeout_seconds: int
     model_revision: str
     bedrock_model_id: str
@@ -134,7 +125,8 @@ class Settings:
                 "minInstances",
                 f"minInstances ({min_instances}) is greater than maxInstances ({max_instances})",
             )
-        target = _integer(value("targetInvocationsPerInstance"), "targetInvocationsPerInstance", low=1)
+        target = _integer(value("targetConcurrentRequestsPerInstance"),
+                          "targetConcurrentRequestsPerInstance", low=1)
         startup = _integer(value("startupHealthCheckTimeoutSeconds"),
                            "startupHealthCheckTimeoutSeconds", low=60, high=3600)
         revision = _text(value("modelRevision"), "modelRevision", _REVISION,
@@ -154,7 +146,7 @@ class Settings:
             endpoint_name=endpoint_name,
             min_instances=min_instances,
             max_instances=max_instances,
-            target_invocations_per_instance=target,
+            target_concurrent_requests_per_instance=target,
             startup_health_check_timeout_seconds=startup,
             model_revision=revision,
             bedrock_model_id=model_id,
