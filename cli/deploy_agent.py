@@ -16,6 +16,7 @@ from cli.aws import (
     require_outputs,
     stack_outputs,
 )
+from cli.bedrock import check_model_access, resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
 from cli.options import BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes, target_flags
 from cli.preflight import run_preflight
@@ -106,12 +107,14 @@ def deploy(
         target = make_target(profile=profile, region=region)
         # Credentials first, so a missing login is reported as such and not as missing stacks.
         caller_identity(target)
+        model, model_source = resolve_bedrock_model_id(target=target, requested=bedrock_model_id, strict=True)
         prereq, endpoint = tts_prerequisites(target=target)
-        ident = run_preflight(target=target, extra=[prereq])
-        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": bedrock_model_id}
+        ident = run_preflight(target=target, extra=[prereq, check_model_access(target=target, model=model)],
+                              platforms=("linux/arm64",))
+        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": model}
         err_console().print(
             f"Deploying {AGENT_STACK} to account [bold]{ident['account']}[/] in [bold]{target.region}[/]\n  "
-            + " ".join(context_args(context))
+            + " ".join(context_args(context)) + f"\n  (bedrockModelId: {model_source})"
         )
         if not yes and not confirm("Continue?"):
             raise CliError("Aborted: nothing was deployed.", hint="Pass --yes to skip the question.")
@@ -142,7 +145,8 @@ def diff(
         target = make_target(profile=profile, region=region)
         caller_identity(target)
         endpoint = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK)).get("EndpointName")
-        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": bedrock_model_id}
+        model, _ = resolve_bedrock_model_id(target=target, requested=bedrock_model_id, strict=True)
+        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": model}
         code = cdk_diff(target=target, stacks=[AGENT_STACK], context=context, fail=fail)
     raise typer.Exit(code=code)
 

@@ -17,6 +17,7 @@ from cli.aws import (
     require_outputs,
     stack_outputs,
 )
+from cli.bedrock import resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
 from cli.model_cache import sync_model_cache
 from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
@@ -39,6 +40,7 @@ from cli.options import (
     Yes,
 )
 from cli.preflight import run_preflight
+from cli.scaling import release_for_instance_change, restore_from_stack
 from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ENDPOINT_STACK, FOUNDATION_STACK, MODEL_CACHE_STACK, TTS_STACKS
 from cli.status import NOT_FOUND, endpoint_report, render_report, stack_report, cache_report
@@ -132,6 +134,23 @@ def wait_for_endpoint(*, target: AwsTarget, name: str, timeout_s: float, interva
     return report
 
 
+def deploy_endpoint_stack(*, target: AwsTarget, context: dict[str, str | int | None]) -> None:
+    """`cdk deploy` the endpoint; around an instance-type change, lift and restore autoscaling."""
+    console = err_console()
+    endpoint, instance_type = str(context["endpointName"]), str(context["instanceType"])
+    released = release_for_instance_change(target=target, endpoint=endpoint, instance_type=instance_type)
+    if released:
+        console.print(f"Instance type {released.old_type} -> {released.new_type}: autoscaling of {endpoint} "
+                      f"deregistered first (policies {', '.join(released.policies) or 'none'}), as SageMaker "
+                      "refuses to change the instance type of an autoscaled variant", markup=False)
+    try:
+        cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
+    finally:
+        if released:
+            for line in restore_from_stack(target=target, stack=ENDPOINT_STACK, endpoint=endpoint):
+                console.print(f"Autoscaling: {line}", markup=False)
+
+
 @app.command()
 def deploy(
     instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
@@ -160,11 +179,14 @@ def deploy(
         source: ModelSource = (
             LocalDirSource(model_dir) if model_dir else HuggingFaceSource(MODEL_REPO_ID, model_revision)
         )
-        ident = run_preflight(target=target, extra=[_model_source_check(source)])
+        ident = run_preflight(target=target, extra=[_model_source_check(source)], platforms=("linux/amd64",))
+        # The foundation is redeployed too: keep the Bedrock grant the agent's deploy chose.
+        context["bedrockModelId"], model_source = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         console = err_console()
         console.print(
             f"Deploying to account [bold]{ident['account']}[/] in [bold]{target.region}[/]: "
             f"{', '.join(TTS_STACKS)}\n  " + " ".join(context_args(context))
+            + f"\n  (bedrockModelId: {model_source})"
         )
         if not yes and not confirm("Continue?"):
             raise CliError("Aborted: nothing was deployed.", hint="Pass --yes to skip the question.")
@@ -187,7 +209,7 @@ def deploy(
                 )
             console.print(f"Model cache s3://{result.bucket}/{result.prefix}: {result.summary}")
         with steps.step(f"Deploy {ENDPOINT_STACK}"):
-            cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
+            deploy_endpoint_stack(target=target, context=context)
         with steps.step("Wait for the endpoint to be InService"):
             outputs = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK))
             require_outputs(ENDPOINT_STACK, outputs, "EndpointName")
@@ -224,6 +246,7 @@ def diff(
         )
         target = make_target(profile=profile, region=region)
         caller_identity(target)
+        context["bedrockModelId"], _ = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         code = cdk_diff(target=target, stacks=list(TTS_STACKS), context=context, fail=fail)
     raise typer.Exit(code=code)
 

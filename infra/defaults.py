@@ -25,6 +25,7 @@ STACK_MODEL_CACHE: Final = "KokoroTtsModelCache"
 STACK_ENDPOINT: Final = "KokoroTtsEndpoint"
 STACK_AGENT: Final = "KokoroAgentRuntime"
 """Construct ids == CloudFormation stack names; the deploy CLIs rely on them."""
+VARIANT_NAME: Final = "AllTraffic"
 
 SHARED_KEYS: Final = (
     "instanceType", "engine", "endpointName", "minInstances", "maxInstances",

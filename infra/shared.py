@@ -13,9 +13,10 @@ from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
 # Both images build from the repository root: their Dockerfiles COPY the shared voicestream/.
-from infra.defaults import REPO_ROOT, STACK_AGENT, STACK_ENDPOINT, STACK_FOUNDATION, STACK_MODEL_CACHE  # noqa: F401
+from infra.defaults import (  # noqa: F401  (re-exported for the stacks)
+    REPO_ROOT, STACK_AGENT, STACK_ENDPOINT, STACK_FOUNDATION, STACK_MODEL_CACHE, VARIANT_NAME,
+)
 
-VARIANT_NAME: Final = "AllTraffic"
 
 SAGEMAKER_INVOKE_ACTIONS: Final = (
     "sagemaker:InvokeEndpoint",

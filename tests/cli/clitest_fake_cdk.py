@@ -27,16 +27,50 @@ def main(argv: list[str]) -> int:
     if os.environ.get("FAKE_CDK_FAIL") == stack:
         print(f"{stack} failed: something broke", file=sys.stderr)
         return 1
-    if stack in support.stack_names():
-        return 0
+    # `cdk deploy STACK` deploys the stacks it depends on too, with the same context.
+    for dependency in DEPENDENCIES.get(stack, ()):
+        deploy(dependency, context)
+    return deploy(stack, context)
+
+
+DEPENDENCIES = {
+    "KokoroTtsModelCache": ("KokoroTtsFoundation",),
+    "KokoroTtsEndpoint": ("KokoroTtsFoundation", "KokoroTtsModelCache"),
+    "KokoroAgentRuntime": ("KokoroTtsFoundation",),
+}
+
+
+def deploy(stack: str, context: dict[str, str]) -> int:
+    exists = stack in support.stack_names()
     if stack == "KokoroTtsFoundation":
-        support.deploy_foundation()
+        # Always redeployed: the agent role's Bedrock grant follows the context (the app's default when unset).
+        support.deploy_foundation(bedrock_model_id=context.get("bedrockModelId", support.DEFAULT_MODEL))
+    elif exists and stack != "KokoroTtsEndpoint":
+        return 0
     elif stack == "KokoroTtsModelCache":
         support.deploy_model_cache(context["modelRevision"])
     elif stack == "KokoroTtsEndpoint":
-        support.deploy_endpoint(context["endpointName"], context["instanceType"])
+        return deploy_endpoint(context)
     elif stack == "KokoroAgentRuntime":
         support.deploy_agent_runtime()
+    return 0
+
+
+def deploy_endpoint(context: dict[str, str]) -> int:
+    """Create the endpoint with autoscaling, or change its instance type under AWS's documented rule.
+
+    SageMaker (endpoint-scaling-update): changing the instance type of a variant that is a target
+    for auto scaling fails. This stand-in enforces that rule; it is our reading of the docs, not AWS.
+    """
+    name, instance_type = context["endpointName"], context["instanceType"]
+    current = support.endpoint_instance_type(name)
+    if current == instance_type:
+        return 0
+    if current is not None and support.scaling_state(name)[0]:
+        print(f"UpdateEndpoint failed: the instance type of {name} cannot change while its variant "
+              "is a target for auto scaling; stack rolled back", file=sys.stderr)
+        return 1
+    support.deploy_endpoint(name, instance_type, autoscaling=True)
     return 0
 
 

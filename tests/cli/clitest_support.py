@@ -49,6 +49,11 @@ def image_uri_sub(tag: str) -> dict[str, str]:
     }
 
 
+DEFAULT_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"  # cdk.json's, as the app would use it
+SCALING_ID = "endpoint/{}/variant/AllTraffic"
+SCALING_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+
+
 def create_stack(
     name: str,
     *,
@@ -56,14 +61,25 @@ def create_stack(
     resources: dict[str, Any] | None = None,
     region: str = "us-east-1",
 ) -> None:
+    """Create ``name``, or update it in place when it exists (as `cdk deploy` does)."""
     template = {
         "Resources": resources or {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
         "Outputs": {key: {"Value": value} for key, value in outputs.items()},
     }
-    session(region).client("cloudformation").create_stack(StackName=name, TemplateBody=json.dumps(template))
+    cfn = session(region).client("cloudformation")
+    if name in stack_names(region):
+        cfn.update_stack(StackName=name, TemplateBody=json.dumps(template))
+    else:
+        cfn.create_stack(StackName=name, TemplateBody=json.dumps(template))
 
 
-def deploy_foundation(region: str = "us-east-1") -> None:
+def foundation_model(region: str = "us-east-1") -> str | None:
+    """The BedrockModelId output of the deployed foundation (the model its agent role may invoke)."""
+    stack = session(region).client("cloudformation").describe_stacks(StackName="KokoroTtsFoundation")["Stacks"][0]
+    return {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}.get("BedrockModelId")
+
+
+def deploy_foundation(region: str = "us-east-1", *, bedrock_model_id: str = DEFAULT_MODEL) -> None:
     create_stack(
         "KokoroTtsFoundation",
         region=region,
@@ -71,6 +87,7 @@ def deploy_foundation(region: str = "us-east-1") -> None:
             "SageMakerRoleArn": f"arn:aws:iam::{ACCOUNT}:role/kokoro-sagemaker",
             "AgentRuntimeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/kokoro-agent",
             "InvokePolicyArn": f"arn:aws:iam::{ACCOUNT}:policy/kokoro-invoke",
+            "BedrockModelId": bedrock_model_id,
         },
     )
 
@@ -90,29 +107,81 @@ def deploy_model_cache(revision: str = REVISION) -> None:
     )
 
 
-def deploy_endpoint(name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge") -> None:
+def scaling_resources(name: str, *, low: int = 1, high: int = 2) -> dict[str, Any]:
+    """The two autoscaling resources as the synthesized endpoint template declares them."""
+    return {
+        "ScalableTarget": {"Type": "AWS::ApplicationAutoScaling::ScalableTarget", "Properties": {
+            "ServiceNamespace": "sagemaker", "ResourceId": SCALING_ID.format(name),
+            "ScalableDimension": SCALING_DIMENSION, "MinCapacity": low, "MaxCapacity": high}},
+        "ConcurrentRequestsPolicy": {"Type": "AWS::ApplicationAutoScaling::ScalingPolicy", "Properties": {
+            "PolicyName": f"{name}-concurrent-requests-per-model", "PolicyType": "TargetTrackingScaling",
+            "ScalingTargetId": {"Ref": "ScalableTarget"},
+            "TargetTrackingScalingPolicyConfiguration": {
+                "TargetValue": 8, "ScaleInCooldown": 600, "ScaleOutCooldown": 120,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"}}}},
+    }
+
+
+def register_scaling(resources: dict[str, Any]) -> None:
+    """What CloudFormation does for the two resources (moto's CloudFormation skips them)."""
+    aas = session().client("application-autoscaling")
+    target = resources["ScalableTarget"]["Properties"]
+    aas.register_scalable_target(**target)
+    policy = dict(resources["ConcurrentRequestsPolicy"]["Properties"])
+    del policy["ScalingTargetId"]
+    aas.put_scaling_policy(ServiceNamespace="sagemaker", ResourceId=target["ResourceId"],
+                           ScalableDimension=SCALING_DIMENSION, **policy)
+
+
+def scaling_state(name: str = "kokoro-tts") -> tuple[list[dict[str, Any]], list[str]]:
+    """(registered targets, policy names) for the endpoint's variant in Application Auto Scaling."""
+    aas = session().client("application-autoscaling")
+    targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[SCALING_ID.format(name)])
+    policies = aas.describe_scaling_policies(ServiceNamespace="sagemaker", ResourceId=SCALING_ID.format(name))
+    return targets["ScalableTargets"], [p["PolicyName"] for p in policies["ScalingPolicies"]]
+
+
+def endpoint_instance_type(name: str = "kokoro-tts") -> str | None:
     sm = session().client("sagemaker")
+    try:
+        config = sm.describe_endpoint(EndpointName=name)["EndpointConfigName"]
+    except sm.exceptions.ClientError:
+        return None
+    return str(sm.describe_endpoint_config(EndpointConfigName=config)["ProductionVariants"][0]["InstanceType"])
+
+
+def deploy_endpoint(name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge", *, autoscaling: bool = False) -> None:
+    """Create (or, moto having no update_endpoint, recreate) the endpoint with ``instance_type``."""
+    sm = session().client("sagemaker")
+    suffix = instance_type.replace(".", "-")
+    if endpoint_instance_type(name) is not None:
+        sm.delete_endpoint(EndpointName=name)
     sm.create_model(
-        ModelName=f"{name}-model",
+        ModelName=f"{name}-model-{suffix}",
         ExecutionRoleArn=f"arn:aws:iam::{ACCOUNT}:role/kokoro-sagemaker",
         PrimaryContainer={"Image": f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/{ASSET_REPO}:{TTS_IMAGE_TAG}"},
     )
     sm.create_endpoint_config(
-        EndpointConfigName=f"{name}-config",
+        EndpointConfigName=f"{name}-config-{suffix}",
         ProductionVariants=[
             {
                 "VariantName": "AllTraffic",
-                "ModelName": f"{name}-model",
+                "ModelName": f"{name}-model-{suffix}",
                 "InitialInstanceCount": 1,
                 "InstanceType": instance_type,
             }
         ],
     )
-    sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config")
+    sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config-{suffix}")
+    scaling = scaling_resources(name) if autoscaling else {}
     create_stack(
         "KokoroTtsEndpoint",
-        outputs={"EndpointName": name, "ModelName": f"{name}-model", "Image": image_uri_sub(TTS_IMAGE_TAG)},
+        resources={"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}, **scaling},
+        outputs={"EndpointName": name, "ModelName": f"{name}-model-{suffix}", "Image": image_uri_sub(TTS_IMAGE_TAG)},
     )
+    if scaling and not scaling_state(name)[0]:
+        register_scaling(scaling)
 
 
 def deploy_agent_runtime(*, runtime_id: str | None = None) -> str:
