@@ -18,12 +18,12 @@ from cli.aws import (
 )
 from cli.bedrock import check_model_access, resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
-from cli.options import BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes, target_flags
+from cli.options import DEFAULT_RUNTIME_NAME, BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes, target_flags
 from cli.preflight import run_preflight
 from cli.progress import Steps, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ALL_STACKS, ENDPOINT_STACK, FOUNDATION_STACK
 from cli.status import NOT_FOUND, UNAVAILABLE, endpoint_report, render_report, runtime_report, stack_report
-from cli.teardown import plan_teardown, render_plan, run_teardown
+from cli.teardown import plan_teardown, render_plan, run_teardown, runtime_log_groups
 
 app = typer.Typer(
     name="deploy-agent",
@@ -169,6 +169,9 @@ def status(as_json: JsonOutput = False, region: Region = None, profile: Profile 
 
 @app.command()
 def teardown(
+    all_leftovers: Annotated[
+        bool, typer.Option("--all", help="Also delete the runtime's log groups and the agent's asset image.")
+    ] = False,
     delete_images: Annotated[
         bool, typer.Option("--delete-images", help="Also delete the agent's CDK asset image(s) from ECR.")
     ] = False,
@@ -181,14 +184,16 @@ def teardown(
     with cli_errors():
         target = make_target(profile=profile, region=region)
         caller_identity(target)
+        runtime = stack_outputs(get_stack(target.client("cloudformation"), AGENT_STACK)).get("RuntimeName")
         plan = plan_teardown(
             target=target,
             delete_order=[AGENT_STACK],
             empty_buckets_of=[],
             app_stacks=list(ALL_STACKS),
-            with_images=delete_images,
+            with_images=delete_images or all_leftovers,
+            log_groups=[runtime_log_groups(runtime or DEFAULT_RUNTIME_NAME)] if all_leftovers else [],
         )
-        render_plan(plan, with_images=delete_images)
+        render_plan(plan, with_images=delete_images or all_leftovers)
         run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else confirm, timeout_s=wait_timeout)
 
 

@@ -22,6 +22,7 @@ from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
 from cli.model_cache import sync_model_cache
 from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
 from cli.options import (
+    DEFAULT_RUNTIME_NAME,
     target_flags,
     DEFAULT_ENDPOINT_NAME,
     DEFAULT_INSTANCE_TYPE,
@@ -44,7 +45,7 @@ from cli.scaling import release_for_instance_change, restore_from_stack
 from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ENDPOINT_STACK, FOUNDATION_STACK, MODEL_CACHE_STACK, TTS_STACKS
 from cli.status import NOT_FOUND, endpoint_report, render_report, stack_report, cache_report
-from cli.teardown import plan_teardown, render_plan, run_teardown
+from cli.teardown import endpoint_log_group, plan_teardown, render_plan, run_teardown, runtime_log_groups
 
 app = typer.Typer(
     name="deploy-tts",
@@ -281,7 +282,12 @@ def status(
 @app.command()
 def teardown(
     all_stacks: Annotated[
-        bool, typer.Option("--all", help="Also delete the model cache (bucket emptied first) and the foundation.")
+        bool, typer.Option("--all", help="Delete everything: the three stacks, both buckets (every version), "
+                           "the endpoint's and the agent runtime's log groups and the TTS image.")
+    ] = False,
+    keep_model_cache: Annotated[
+        bool, typer.Option("--keep-model-cache", help="With --all: keep the model cache (its stack, bucket and "
+                           "the foundation its read grant attaches to), so a later deploy skips the download.")
     ] = False,
     delete_images: Annotated[
         bool, typer.Option("--delete-images", help="Also delete the CDK asset images these stacks used from ECR.")
@@ -291,26 +297,35 @@ def teardown(
     region: Region = None,
     profile: Profile = None,
 ) -> None:
-    """Delete the Endpoint stack (and with --all the ModelCache and Foundation stacks), newest first."""
+    """Delete the Endpoint stack; with --all, everything the TTS stacks created (see --keep-model-cache)."""
     with cli_errors():
+        if keep_model_cache and not all_stacks:
+            raise CliError("--keep-model-cache only makes sense with --all.")
         target = make_target(profile=profile, region=region)
         caller_identity(target)
-        order = [ENDPOINT_STACK, *([MODEL_CACHE_STACK, FOUNDATION_STACK] if all_stacks else [])]
-        if get_stack(target.client("cloudformation"), AGENT_STACK) is not None:
+        everything = all_stacks and not keep_model_cache
+        order = [ENDPOINT_STACK, *([MODEL_CACHE_STACK, FOUNDATION_STACK] if everything else [])]
+        cfn = target.client("cloudformation")
+        if get_stack(cfn, AGENT_STACK) is not None:
             raise CliError(
                 f"{AGENT_STACK} is still deployed and depends on the TTS stacks; nothing was deleted.",
                 hint=f"Run `deploy-agent teardown{target_flags(region, profile)}` first.",
             )
+        endpoint = stack_outputs(get_stack(cfn, ENDPOINT_STACK)).get("EndpointName") or DEFAULT_ENDPOINT_NAME
         plan = plan_teardown(
             target=target,
             delete_order=order,
             empty_buckets_of=[MODEL_CACHE_STACK],
             app_stacks=[*TTS_STACKS, AGENT_STACK],
-            with_images=delete_images,
+            with_images=delete_images or all_stacks,
+            remove_buckets=everything,
+            log_groups=[endpoint_log_group(endpoint), runtime_log_groups(DEFAULT_RUNTIME_NAME)] if all_stacks else [],
         )
-        render_plan(plan, with_images=delete_images)
+        render_plan(plan, with_images=delete_images or all_stacks)
         run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else confirm, timeout_s=wait_timeout)
-        if not all_stacks:
+        if keep_model_cache:
+            err_console().print(f"Kept {MODEL_CACHE_STACK} and {FOUNDATION_STACK} (--keep-model-cache).")
+        elif not all_stacks:
             err_console().print("Model cache and foundation kept; `deploy-tts teardown --all` removes them too.")
 
 

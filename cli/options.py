@@ -12,6 +12,7 @@ from infra.defaults import shared_defaults
 DEFAULT_INSTANCE_TYPE: str = shared_defaults()["instanceType"]
 DEFAULT_ENDPOINT_NAME: str = shared_defaults()["endpointName"]
 DEFAULT_REVISION: str = shared_defaults()["modelRevision"]
+DEFAULT_RUNTIME_NAME: str = shared_defaults()["agentRuntimeName"]
 
 
 class Engine(StrEnum):

@@ -96,8 +96,9 @@ def deploy_model_cache(revision: str = REVISION) -> None:
     create_stack(
         "KokoroTtsModelCache",
         resources={
-            "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": CACHE_BUCKET}},
-            "Logs": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": LOG_BUCKET}},
+            # RETAIN, as in infra/model_cache.py: CloudFormation leaves both buckets behind.
+            "Bucket": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Retain", "Properties": {"BucketName": CACHE_BUCKET}},
+            "Logs": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Retain", "Properties": {"BucketName": LOG_BUCKET}},
         },
         outputs={
             "BucketName": {"Ref": "Bucket"},
