@@ -41,7 +41,7 @@ from cli.options import (
     Yes,
 )
 from cli.preflight import run_preflight
-from cli.scaling import release_for_instance_change, restore_from_stack
+from cli.scaling import AUTOSCALING_KEY, release_for_instance_change, restore_from_stack
 from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ENDPOINT_STACK, FOUNDATION_STACK, MODEL_CACHE_STACK, TTS_STACKS
 from cli.status import NOT_FOUND, endpoint_report, render_report, stack_report, cache_report
@@ -136,20 +136,24 @@ def wait_for_endpoint(*, target: AwsTarget, name: str, timeout_s: float, interva
 
 
 def deploy_endpoint_stack(*, target: AwsTarget, context: dict[str, str | int | None]) -> None:
-    """`cdk deploy` the endpoint; around an instance-type change, lift and restore autoscaling."""
+    """`cdk deploy` the endpoint; an instance-type change goes through cli/scaling.py's three steps."""
     console = err_console()
     endpoint, instance_type = str(context["endpointName"]), str(context["instanceType"])
     released = release_for_instance_change(target=target, endpoint=endpoint, instance_type=instance_type)
-    if released:
-        console.print(f"Instance type {released.old_type} -> {released.new_type}: autoscaling of {endpoint} "
-                      f"deregistered first (policies {', '.join(released.policies) or 'none'}), as SageMaker "
-                      "refuses to change the instance type of an autoscaled variant", markup=False)
-    try:
+    if released is None:
         cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
-    finally:
-        if released:
-            for line in restore_from_stack(target=target, stack=ENDPOINT_STACK, endpoint=endpoint):
-                console.print(f"Autoscaling: {line}", markup=False)
+        return
+    console.print(f"Instance type {released.old_type} -> {released.new_type}: autoscaling of {endpoint} "
+                  f"deregistered first (policies {', '.join(released.policies) or 'none'}), as SageMaker "
+                  "refuses to change the instance type of an autoscaled variant", markup=False)
+    try:
+        cdk_deploy(target=target, stack=ENDPOINT_STACK, context={**context, AUTOSCALING_KEY: "false"})
+    except CliError:
+        for line in restore_from_stack(target=target, stack=ENDPOINT_STACK, endpoint=endpoint):
+            console.print(f"Autoscaling restored as before: {line}", markup=False)
+        raise
+    console.print(f"Endpoint on {instance_type}; adding autoscaling back", markup=False)
+    cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
 
 
 @app.command()

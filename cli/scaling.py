@@ -1,11 +1,14 @@
 """Changing the endpoint's instance type while Application Auto Scaling manages its variant.
 
 AWS (endpoint-scaling-update): "If the update would change the instance type for any model that
-is a target for auto scaling, the update fails." So before a `cdk deploy` that changes the type,
-the variant is deregistered (which also deletes its scaling policies), and after it the target and
-policy are registered again exactly as the deployed template states them, whether the deploy
-succeeded (new template) or rolled back (old one). CloudFormation keeps its record of both
-resources throughout: their identifiers (resource id, dimension, policy name) do not change.
+is a target for auto scaling, the update fails." So a type change takes three steps:
+1. deregister the variant (this also deletes its scaling policies);
+2. `cdk deploy -c autoscaling=false`: the endpoint moves to the new type and CloudFormation drops
+   its (already deregistered) scaling resources, so its records match reality again;
+3. `cdk deploy`: CloudFormation registers the target and creates the policy afresh, whatever in
+   them changed in the same deploy.
+If step 2 fails, CloudFormation rolls back to the old template, which still holds the scaling
+resources: :func:`restore_from_stack` registers them again as that template states them.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from botocore.exceptions import ClientError
 from cli.aws import AwsTarget, is_client_error
 from infra.defaults import VARIANT_NAME
 
+AUTOSCALING_KEY = "autoscaling"  # infra/config.py's context key (deploy-only, not in cdk.json)
 NAMESPACE = "sagemaker"
 DIMENSION = "sagemaker:variant:DesiredInstanceCount"
 _TARGET_TYPE = "AWS::ApplicationAutoScaling::ScalableTarget"

@@ -24,6 +24,9 @@ DEFAULTS: Final[Mapping[str, Any]] = shared_defaults()
 
 ENGINES: Final = ("torch", "onnx")
 
+AUTOSCALING_KEY: Final = "autoscaling"
+"""Not in cdk.json: deploy-tts passes autoscaling=false for one intermediate deploy."""
+
 BOOTSTRAP_QUALIFIER_KEY: Final = "@aws-cdk/core:bootstrapQualifier"
 """The CDK's own key; read here because the image-asset ECR repository name depends on it."""
 
@@ -69,6 +72,8 @@ class Settings:
     bedrock_model_id: str
     agent_runtime_name: str
     bootstrap_qualifier: str = "hnb659fds"
+    autoscaling: bool = True
+    """False only for deploy-tts's intermediate deploy of an instance-type change (cli/scaling.py)."""
     warnings: tuple[str, ...] = ()
 
     @property
@@ -140,6 +145,7 @@ class Settings:
         qualifier = _text(qualifier, BOOTSTRAP_QUALIFIER_KEY, _QUALIFIER,
                           "CDK bootstrap qualifiers are 1-10 lowercase letters and digits")
         warnings = _engine_compatibility(engine, instance_type)
+        autoscaling = _boolean(get(AUTOSCALING_KEY), AUTOSCALING_KEY, default=True)
         return cls(
             instance_type=instance_type,
             engine=engine,
@@ -152,6 +158,7 @@ class Settings:
             bedrock_model_id=model_id,
             agent_runtime_name=runtime_name,
             bootstrap_qualifier=qualifier,
+            autoscaling=autoscaling,
             warnings=warnings,
         )
 
@@ -186,6 +193,16 @@ def _text(raw: Any, key: str, pattern: re.Pattern[str] | None, hint: str) -> str
     if pattern is not None and not pattern.match(raw):
         raise ConfigError(key, f"{raw!r} is invalid: {hint}")
     return raw
+
+
+def _boolean(raw: Any, key: str, *, default: bool) -> bool:
+    if raw is None:
+        return default
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
+    raise ConfigError(key, f"expected true or false, got {raw!r}")
 
 
 def _integer(raw: Any, key: str, *, low: int, high: int | None = None) -> int:

@@ -99,7 +99,7 @@ class TtsEndpointStack(Stack):
             endpoint_name=settings.endpoint_name,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
         )
-        self.scalable_target = self._autoscaling(settings)
+        self.scalable_target = self._autoscaling(settings) if settings.autoscaling else None
         self.alarms = self._alarms(settings.endpoint_name)
 
         CfnOutput(self, "EndpointName", value=self.endpoint.attr_endpoint_name,

@@ -64,13 +64,11 @@ def deploy_endpoint(context: dict[str, str]) -> int:
     """
     name, instance_type = context["endpointName"], context["instanceType"]
     current = support.endpoint_instance_type(name)
-    if current == instance_type:
-        return 0
-    if current is not None and support.scaling_state(name)[0]:
+    if current not in (None, instance_type) and support.scaling_state(name)[0]:
         print(f"UpdateEndpoint failed: the instance type of {name} cannot change while its variant "
               "is a target for auto scaling; stack rolled back", file=sys.stderr)
         return 1
-    support.deploy_endpoint(name, instance_type, autoscaling=True)
+    support.deploy_endpoint(name, instance_type, autoscaling=context.get("autoscaling", "true") != "false")
     return 0
 
 

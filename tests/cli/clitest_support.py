@@ -153,36 +153,43 @@ def endpoint_instance_type(name: str = "kokoro-tts") -> str | None:
 
 
 def deploy_endpoint(name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge", *, autoscaling: bool = False) -> None:
-    """Create (or, moto having no update_endpoint, recreate) the endpoint with ``instance_type``."""
+    """Create the endpoint (or, moto having no update_endpoint, recreate it on a new instance type)
+    and its stack; register or drop autoscaling as CloudFormation would for the template."""
     sm = session().client("sagemaker")
     suffix = instance_type.replace(".", "-")
-    if endpoint_instance_type(name) is not None:
-        sm.delete_endpoint(EndpointName=name)
-    sm.create_model(
-        ModelName=f"{name}-model-{suffix}",
-        ExecutionRoleArn=f"arn:aws:iam::{ACCOUNT}:role/kokoro-sagemaker",
-        PrimaryContainer={"Image": f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/{ASSET_REPO}:{TTS_IMAGE_TAG}"},
-    )
-    sm.create_endpoint_config(
-        EndpointConfigName=f"{name}-config-{suffix}",
-        ProductionVariants=[
-            {
-                "VariantName": "AllTraffic",
-                "ModelName": f"{name}-model-{suffix}",
-                "InitialInstanceCount": 1,
-                "InstanceType": instance_type,
-            }
-        ],
-    )
-    sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config-{suffix}")
+    current = endpoint_instance_type(name)
+    if current != instance_type:
+        if current is not None:
+            sm.delete_endpoint(EndpointName=name)
+        sm.create_model(
+            ModelName=f"{name}-model-{suffix}",
+            ExecutionRoleArn=f"arn:aws:iam::{ACCOUNT}:role/kokoro-sagemaker",
+            PrimaryContainer={"Image": f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/{ASSET_REPO}:{TTS_IMAGE_TAG}"},
+        )
+        sm.create_endpoint_config(
+            EndpointConfigName=f"{name}-config-{suffix}",
+            ProductionVariants=[
+                {
+                    "VariantName": "AllTraffic",
+                    "ModelName": f"{name}-model-{suffix}",
+                    "InitialInstanceCount": 1,
+                    "InstanceType": instance_type,
+                }
+            ],
+        )
+        sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config-{suffix}")
     scaling = scaling_resources(name) if autoscaling else {}
     create_stack(
         "KokoroTtsEndpoint",
         resources={"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}, **scaling},
         outputs={"EndpointName": name, "ModelName": f"{name}-model-{suffix}", "Image": image_uri_sub(TTS_IMAGE_TAG)},
     )
-    if scaling and not scaling_state(name)[0]:
+    registered = bool(scaling_state(name)[0])
+    if scaling and not registered:
         register_scaling(scaling)
+    elif not scaling and registered:
+        session().client("application-autoscaling").deregister_scalable_target(
+            ServiceNamespace="sagemaker", ResourceId=SCALING_ID.format(name), ScalableDimension=SCALING_DIMENSION)
 
 
 def deploy_agent_runtime(*, runtime_id: str | None = None) -> str:

@@ -6,7 +6,7 @@ skips Application Auto Scaling resources, so the fake CDK (clitest_fake_cdk.py) 
 CloudFormation: it registers scaling as the template says and, per AWS's endpoint-scaling-update
 page, refuses to change the instance type of a variant that is still a scaling target. That rule
 is our reading of AWS's documentation, enforced by our stand-in; the CLI's calls to Application
-Auto Scaling (deregister, register, put policy) are real calls that moto records.
+Auto Scaling (deregister; register and put policy after a failure) are real calls that moto records.
 """
 
 from __future__ import annotations
@@ -56,7 +56,9 @@ def test_changing_the_instance_type_of_an_autoscaled_endpoint_succeeds(aws, fake
     assert f"Instance type {GPU_TYPE} -> {CPU_TYPE}: autoscaling of kokoro-tts deregistered first" in switched.output
     targets, policies = scaling_state()
     assert [(t["MinCapacity"], t["MaxCapacity"]) for t in targets] == [(1, 2)]
-    assert policies == ["kokoro-tts-concurrent-requests-per-model"]  # restored from the deployed template
+    assert policies == ["kokoro-tts-concurrent-requests-per-model"]  # added back by the last deploy
+    endpoint_deploys = [c["argv"] for c in fake_tools.calls() if "KokoroTtsEndpoint" in c["argv"]][-2:]
+    assert "autoscaling=false" in endpoint_deploys[0] and "autoscaling=false" not in endpoint_deploys[1]
 
     same = _tts(model, "--engine", "onnx", "--instance-type", CPU_TYPE)  # no type change: nothing lifted
     assert same.exit_code == 0 and "deregistered" not in same.output
@@ -79,6 +81,7 @@ def test_a_failed_type_change_restores_the_old_scaling(aws, fake_tools, monkeypa
     monkeypatch.setenv("FAKE_CDK_FAIL", "KokoroTtsEndpoint")
     failed = _tts(model, "--engine", "onnx", "--instance-type", CPU_TYPE)
     assert failed.exit_code == 1 and "cdk deploy KokoroTtsEndpoint failed" in failed.output
+    assert "Autoscaling restored as before: registered endpoint/kokoro-tts/variant/AllTraffic" in failed.output
     assert endpoint_instance_type() == GPU_TYPE
     targets, policies = scaling_state()
     assert len(targets) == 1 and policies == ["kokoro-tts-concurrent-requests-per-model"]

@@ -66,6 +66,7 @@ def test_cli_style_strings_are_parsed() -> None:
     ("bedrockModelId", "arn:aws:bedrock:us-east-1::foundation-model/x.y"),
     ("agentRuntimeName", "kokoro-voice-agent"),
     ("agentRuntimeName", "1agent"),
+    ("autoscaling", "maybe"),
 ])
 def test_invalid_value_names_the_key(key: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"context key '{key}'")) as caught:

@@ -131,3 +131,24 @@ def test_cpu_torch_override_warns(override_synth: Synthesized) -> None:
     assert override_synth.built.settings.warnings
     metadata = override_synth.outdir / "KokoroTtsEndpoint.metadata.json"
     assert "kokoro:engineInstanceMismatch" in metadata.read_text()
+
+
+def test_the_intermediate_deploy_of_a_type_change_has_no_autoscaling() -> None:
+    """deploy-tts's step 2 of an instance-type change (cli/scaling.py): same endpoint, no scaling."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_iam as iam
+    from aws_cdk import aws_s3 as s3
+
+    from infra.config import DEFAULTS, Settings
+    from infra.tts_endpoint import TtsEndpointStack
+
+    settings = Settings.from_context({**DEFAULTS, "autoscaling": "false"}.get)
+    app = App()
+    support = Stack(app, "Support")
+    stack = TtsEndpointStack(app, "KokoroTtsEndpoint", settings=settings,
+                             execution_role=iam.Role.from_role_name(support, "Role", "r"),
+                             model_bucket=s3.Bucket.from_bucket_name(support, "Bucket", "model-cache-bucket"))
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 0)
+    template.resource_count_is("AWS::SageMaker::Endpoint", 1)
