@@ -13,8 +13,10 @@ from typing import Any
 
 import boto3
 
+from infra.defaults import shared_defaults
+
 ACCOUNT = "123456789012"
-REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
+REVISION = shared_defaults()["modelRevision"]  # cdk.json, via the one reader both CLIs use
 ASSET_REPO = f"cdk-hnb659fds-container-assets-{ACCOUNT}-us-east-1"
 TTS_IMAGE_TAG = "a" * 64
 AGENT_IMAGE_TAG = "b" * 64

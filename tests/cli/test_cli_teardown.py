@@ -209,3 +209,19 @@ def test_teardown_reports_what_it_could_not_delete(aws, monkeypatch) -> None:  #
     assert f"Could not delete s3://{LOG_BUCKET}" in result.output
     assert "Teardown left 1 resource(s) behind" in result.output
     assert f"s3://{CACHE_BUCKET}: deleted" in result.output  # one failure does not stop the rest
+
+
+def test_agent_teardown_all_removes_its_log_groups_and_image(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_endpoint()
+    deploy_agent_runtime()
+    push_image(AGENT_IMAGE_TAG)
+    push_image(TTS_IMAGE_TAG)
+    logs = session().client("logs")
+    runtime_group = "/aws/bedrock-agentcore/runtimes/kokoro_voice_agent-a1B2c3-DEFAULT"
+    logs.create_log_group(logGroupName=runtime_group)
+    result = runner.invoke(deploy_agent.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert f"log group {runtime_group}: deleted" in result.output
+    assert image_tags() == {TTS_IMAGE_TAG}  # the TTS stack still uses its image
+    assert _inventory()["log groups"] == set()
+    assert stack_names() == {"KokoroTtsEndpoint"}
