@@ -64,3 +64,12 @@ def test_present_chromium_means_nothing_to_do(tmp_path: Path) -> None:
     result = _run(bin_dir)
     assert result.returncode == 0 and result.stderr == ""
     assert not (tmp_path / "apt.log").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the root branch needs root")
+def test_a_failing_apt_get_is_reported_and_the_install_goes_on(tmp_path: Path) -> None:
+    bin_dir = _bin(tmp_path)
+    (bin_dir / "apt-get").write_text("#!/bin/sh\necho 'E: could not resolve deb.debian.org' >&2\nexit 100\n")
+    result = _run(bin_dir)
+    assert result.returncode == 0
+    assert "installing chromium failed (see above); retry with: apt-get update && apt-get install -y chromium" in result.stderr
