@@ -44,7 +44,10 @@ def deploy(stack: str, context: dict[str, str]) -> int:
     exists = stack in support.stack_names()
     if stack == "KokoroTtsFoundation":
         # Always redeployed: the agent role's Bedrock grant follows the context (the app's default when unset).
-        support.deploy_foundation(bedrock_model_id=context.get("bedrockModelId", support.DEFAULT_MODEL))
+        if os.environ.get("FAKE_CDK_REAL_FOUNDATION") == "1":
+            deploy_real_foundation(context)
+        else:
+            support.deploy_foundation(bedrock_model_id=context.get("bedrockModelId", support.DEFAULT_MODEL))
     elif exists and stack != "KokoroTtsEndpoint":
         return 0
     elif stack == "KokoroTtsModelCache":
@@ -54,6 +57,29 @@ def deploy(stack: str, context: dict[str, str]) -> int:
     elif stack == "KokoroAgentRuntime":
         support.deploy_agent_runtime()
     return 0
+
+
+def deploy_real_foundation(context: dict[str, str]) -> None:
+    """The real FoundationStack's template, synthesized from ``context`` and created in moto's
+    CloudFormation, which creates its IAM roles and inline policies (slow: only on a change; moto
+    ignores a role's Policies on update, so a changed stack is deleted and created anew)."""
+    model = context.get("bedrockModelId", support.DEFAULT_MODEL)
+    if "KokoroTtsFoundation" in support.stack_names() and support.foundation_model() == model:
+        return
+    os.environ["PATH"] = os.environ["FAKE_CDK_REAL_PATH"]  # jsii runs the real node, not the stand-in
+    os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+    from aws_cdk import App
+    from aws_cdk.assertions import Template
+
+    from infra.config import DEFAULTS, Settings
+    from infra.foundation import FoundationStack
+
+    chosen = {key: context[key] for key in ("bedrockModelId", "endpointName") if key in context}
+    settings = Settings.from_context({**DEFAULTS, **chosen}.get)
+    template = Template.from_stack(FoundationStack(App(), "KokoroTtsFoundation", settings=settings)).to_json()
+    if "KokoroTtsFoundation" in support.stack_names():
+        support.session().client("cloudformation").delete_stack(StackName="KokoroTtsFoundation")
+    support.put_template("KokoroTtsFoundation", template)
 
 
 def deploy_endpoint(context: dict[str, str]) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import ast
 from pathlib import Path
 from typing import Any
 
@@ -73,6 +74,35 @@ def create_stack(
         cfn.update_stack(StackName=name, TemplateBody=json.dumps(template))
     else:
         cfn.create_stack(StackName=name, TemplateBody=json.dumps(template))
+
+
+def put_template(name: str, template: dict[str, Any], region: str = "us-east-1") -> None:
+    """Create or update ``name`` from a full template (a synthesized one, IAM included)."""
+    cfn = session(region).client("cloudformation")
+    args = {"StackName": name, "TemplateBody": json.dumps(template), "Capabilities": ["CAPABILITY_IAM"]}
+    if name in stack_names(region):
+        cfn.update_stack(**args)
+    else:
+        cfn.create_stack(**args)
+
+
+def agent_role_bedrock_grants(region: str = "us-east-1") -> set[str]:
+    """Resources of bedrock:* statements in the inline policies of the agent role moto's IAM holds."""
+    iam = session(region).client("iam")
+    grants: set[str] = set()
+    for role in iam.list_roles()["Roles"]:
+        if "AgentRuntimeRole" not in role["RoleName"]:
+            continue
+        for policy in iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"]:
+            document = iam.get_role_policy(RoleName=role["RoleName"], PolicyName=policy)["PolicyDocument"]
+            if isinstance(document, str):
+                document = ast.literal_eval(document)  # moto's CloudFormation stores a Python repr
+            for statement in document["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                if any(a.startswith("bedrock:") for a in actions):
+                    resources = statement["Resource"]
+                    grants |= set(resources if isinstance(resources, list) else [resources])
+    return grants
 
 
 def foundation_model(region: str = "us-east-1") -> str | None:

@@ -154,6 +154,7 @@ def fake_tools(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch) -> FakeTools:
     app_dir.mkdir()
     (app_dir / "cdk.json").write_text('{"app": "python3 app.py"}\n')
     log = aws.tmp / "cdk-calls.jsonl"
+    monkeypatch.setenv("FAKE_CDK_REAL_PATH", os.environ.get("PATH", ""))  # jsii's node, for a real synth
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("KOKORO_CDK_APP_DIR", str(app_dir))
     monkeypatch.setenv("FAKE_CDK_LOG", str(log))

@@ -18,6 +18,7 @@ from pathlib import Path
 from botocore.stub import Stubber
 from clitest_support import (
     DEFAULT_MODEL,
+    agent_role_bedrock_grants,
     deploy_endpoint,
     deploy_foundation,
     endpoint_instance_type,
@@ -35,6 +36,8 @@ from cli.bedrock import check_model_access
 runner = CliRunner()
 HERE = Path(__file__).resolve().parent
 GPU_TYPE, CPU_TYPE = "ml.g4dn.xlarge", "ml.c5.xlarge"  # moto rejects ml.g5.* and ml.c7i.*
+NOVA = "amazon.nova-lite-v1:0"
+NOVA_ARN = f"arn:aws:bedrock:us-east-1::foundation-model/{NOVA}"
 
 
 def _tts(model: Path, *args: str):  # type: ignore[no-untyped-def]
@@ -87,21 +90,24 @@ def test_a_failed_type_change_restores_the_old_scaling(aws, fake_tools, monkeypa
     assert len(targets) == 1 and policies == ["kokoro-tts-concurrent-requests-per-model"]
 
 
-def test_a_tts_redeploy_keeps_the_model_the_agent_deploy_granted(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_tts_redeploy_keeps_the_model_the_agent_deploy_granted(aws, fake_tools, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The foundation here is the real FoundationStack template (synthesized by the fake CDK from
+    the context it is given) created in moto, so "granted" means the agent role's policy in IAM."""
+    monkeypatch.setenv("FAKE_CDK_REAL_FOUNDATION", "1")
     put_bootstrap_param()
     model = make_model_dir(tmp_path / "m")
     assert _tts(model, "--instance-type", CPU_TYPE).exit_code == 0
     assert foundation_model() == DEFAULT_MODEL  # us-east-1: cdk.json's model as the "us." profile
-    agent = runner.invoke(deploy_agent.app, ["deploy", "--yes", "--bedrock-model-id", "amazon.nova-lite-v1:0"])
+    agent = runner.invoke(deploy_agent.app, ["deploy", "--yes", "--bedrock-model-id", NOVA])
     assert agent.exit_code == 0, agent.output
-    assert foundation_model() == "amazon.nova-lite-v1:0"
+    assert agent_role_bedrock_grants() == {NOVA_ARN}
     again = _tts(model, "--instance-type", CPU_TYPE)
     assert again.exit_code == 0, again.output
-    assert foundation_model() == "amazon.nova-lite-v1:0"  # the grant survived the TTS redeploy
-    assert "bedrockModelId=amazon.nova-lite-v1:0" in fake_tools.calls()[-1]["argv"]
+    assert agent_role_bedrock_grants() == {NOVA_ARN}  # the grant survived the TTS redeploy
+    assert f"bedrockModelId={NOVA}" in fake_tools.calls()[-1]["argv"]
     assert "kept from the deployed KokoroTtsFoundation" in again.output
     plain = runner.invoke(deploy_agent.app, ["deploy", "--yes"])  # no flag: the deployed model stays too
-    assert plain.exit_code == 0 and "bedrockModelId=amazon.nova-lite-v1:0" in fake_tools.calls()[-1]["argv"]
+    assert plain.exit_code == 0 and f"bedrockModelId={NOVA}" in fake_tools.calls()[-1]["argv"]
 
 
 def test_the_profile_prefix_must_match_the_region(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
