@@ -17,12 +17,15 @@ VOICES ?=
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo local-model weights bench soak clean help
+.PHONY: install system-packages test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo local-model weights bench soak clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-install: $(VENV)/.installed $(KVENV)/.installed ## create both environments
+install: system-packages $(VENV)/.installed $(KVENV)/.installed ## create both environments (and Debian chromium, as root)
+
+system-packages: ## Debian chromium for the browser tests: installed when missing and root, else the command is printed
+	scripts/ensure-chromium
 
 $(VENV)/.installed: pyproject.toml voicestream/pyproject.toml agent/requirements.txt agent/pyproject.toml
 	test -d $(VENV) || $(PYTHON312) -m venv $(VENV)

@@ -116,6 +116,37 @@ def check_docker() -> ToolCheck:
     return ToolCheck("docker", True, f"engine {proc.stdout.strip() or 'running'}")
 
 
+BINFMT_FIX = "docker run --privileged --rm tonistiigi/binfmt --install {arch}"
+"""Docker's documented QEMU set-up for building foreign-architecture images (multi-platform builds)."""
+
+
+def check_build_platforms(platforms: tuple[str, ...]) -> ToolCheck:
+    """The builder must build every image platform (the agent is linux/arm64, the TTS image
+    linux/amd64): without QEMU/binfmt an x86 machine fails the arm64 build minutes into a deploy."""
+    name = docker_binary()
+    wanted = ", ".join(platforms)
+    path = shutil.which(name)
+    if Path(name).name != "docker" or not path:
+        return ToolCheck("image platforms", True, f"{wanted}: not checked ({name} has no buildx)")
+    proc = _run_quiet([path, "buildx", "inspect"], timeout_s=60)
+    if proc is None or proc.returncode != 0:
+        reason = (proc.stderr.strip().splitlines() or ["no answer"])[-1] if proc else "timed out"
+        return ToolCheck("image platforms", False, f"`docker buildx inspect` failed: {reason}",
+                         "Install Docker's buildx plugin (it ships with Docker Desktop and docker-ce).")
+    listed = {p.strip().rstrip("*") for line in proc.stdout.splitlines()
+              if line.strip().startswith("Platforms:") for p in line.split(":", 1)[1].split(",")}
+    missing = [p for p in platforms if not any(have == p or have.startswith(p + "/") for have in listed)]
+    if missing:
+        arches = ",".join(p.split("/")[1] for p in missing)
+        return ToolCheck(
+            "image platforms", False,
+            f"the Docker builder cannot build {', '.join(missing)} (it lists {', '.join(sorted(listed)) or 'none'})",
+            f"Register QEMU emulators once: {BINFMT_FIX.format(arch=arches)} , "
+            "then check `docker buildx inspect --bootstrap` lists them.",
+        )
+    return ToolCheck("image platforms", True, f"builder lists {wanted}")
+
+
 def context_args(context: dict[str, str | int | None]) -> list[str]:
     """Turn CDK context into `-c key=value` pairs, skipping unset values."""
     args: list[str] = []

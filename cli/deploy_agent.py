@@ -16,13 +16,14 @@ from cli.aws import (
     require_outputs,
     stack_outputs,
 )
+from cli.bedrock import check_model_access, resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
-from cli.options import BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes, target_flags
+from cli.options import DEFAULT_RUNTIME_NAME, BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes, target_flags
 from cli.preflight import run_preflight
 from cli.progress import Steps, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ALL_STACKS, ENDPOINT_STACK, FOUNDATION_STACK
 from cli.status import NOT_FOUND, UNAVAILABLE, endpoint_report, render_report, runtime_report, stack_report
-from cli.teardown import plan_teardown, render_plan, run_teardown
+from cli.teardown import plan_teardown, render_plan, run_teardown, runtime_log_groups
 
 app = typer.Typer(
     name="deploy-agent",
@@ -106,12 +107,14 @@ def deploy(
         target = make_target(profile=profile, region=region)
         # Credentials first, so a missing login is reported as such and not as missing stacks.
         caller_identity(target)
+        model, model_source = resolve_bedrock_model_id(target=target, requested=bedrock_model_id, strict=True)
         prereq, endpoint = tts_prerequisites(target=target)
-        ident = run_preflight(target=target, extra=[prereq])
-        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": bedrock_model_id}
+        ident = run_preflight(target=target, extra=[prereq, check_model_access(target=target, model=model)],
+                              platforms=("linux/arm64",))
+        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": model}
         err_console().print(
             f"Deploying {AGENT_STACK} to account [bold]{ident['account']}[/] in [bold]{target.region}[/]\n  "
-            + " ".join(context_args(context))
+            + " ".join(context_args(context)) + f"\n  (bedrockModelId: {model_source})"
         )
         if not yes and not confirm("Continue?"):
             raise CliError("Aborted: nothing was deployed.", hint="Pass --yes to skip the question.")
@@ -142,7 +145,8 @@ def diff(
         target = make_target(profile=profile, region=region)
         caller_identity(target)
         endpoint = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK)).get("EndpointName")
-        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": bedrock_model_id}
+        model, _ = resolve_bedrock_model_id(target=target, requested=bedrock_model_id, strict=True)
+        context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": model}
         code = cdk_diff(target=target, stacks=[AGENT_STACK], context=context, fail=fail)
     raise typer.Exit(code=code)
 
@@ -165,6 +169,9 @@ def status(as_json: JsonOutput = False, region: Region = None, profile: Profile 
 
 @app.command()
 def teardown(
+    all_leftovers: Annotated[
+        bool, typer.Option("--all", help="Also delete the runtime's log groups and the agent's asset image.")
+    ] = False,
     delete_images: Annotated[
         bool, typer.Option("--delete-images", help="Also delete the agent's CDK asset image(s) from ECR.")
     ] = False,
@@ -177,14 +184,16 @@ def teardown(
     with cli_errors():
         target = make_target(profile=profile, region=region)
         caller_identity(target)
+        runtime = stack_outputs(get_stack(target.client("cloudformation"), AGENT_STACK)).get("RuntimeName")
         plan = plan_teardown(
             target=target,
             delete_order=[AGENT_STACK],
             empty_buckets_of=[],
             app_stacks=list(ALL_STACKS),
-            with_images=delete_images,
+            with_images=delete_images or all_leftovers,
+            log_groups=[runtime_log_groups(runtime or DEFAULT_RUNTIME_NAME)] if all_leftovers else [],
         )
-        render_plan(plan, with_images=delete_images)
+        render_plan(plan, with_images=delete_images or all_leftovers)
         run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else confirm, timeout_s=wait_timeout)
 
 

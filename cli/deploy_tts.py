@@ -17,10 +17,12 @@ from cli.aws import (
     require_outputs,
     stack_outputs,
 )
+from cli.bedrock import resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
 from cli.model_cache import sync_model_cache
 from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
 from cli.options import (
+    DEFAULT_RUNTIME_NAME,
     target_flags,
     DEFAULT_ENDPOINT_NAME,
     DEFAULT_INSTANCE_TYPE,
@@ -39,10 +41,11 @@ from cli.options import (
     Yes,
 )
 from cli.preflight import run_preflight
+from cli.scaling import AUTOSCALING_KEY, release_for_instance_change, restore_from_stack
 from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ENDPOINT_STACK, FOUNDATION_STACK, MODEL_CACHE_STACK, TTS_STACKS
 from cli.status import NOT_FOUND, endpoint_report, render_report, stack_report, cache_report
-from cli.teardown import plan_teardown, render_plan, run_teardown
+from cli.teardown import endpoint_log_group, plan_teardown, render_plan, run_teardown, runtime_log_groups
 
 app = typer.Typer(
     name="deploy-tts",
@@ -132,6 +135,27 @@ def wait_for_endpoint(*, target: AwsTarget, name: str, timeout_s: float, interva
     return report
 
 
+def deploy_endpoint_stack(*, target: AwsTarget, context: dict[str, str | int | None]) -> None:
+    """`cdk deploy` the endpoint; an instance-type change goes through cli/scaling.py's three steps."""
+    console = err_console()
+    endpoint, instance_type = str(context["endpointName"]), str(context["instanceType"])
+    released = release_for_instance_change(target=target, endpoint=endpoint, instance_type=instance_type)
+    if released is None:
+        cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
+        return
+    console.print(f"Instance type {released.old_type} -> {released.new_type}: autoscaling of {endpoint} "
+                  f"deregistered first (policies {', '.join(released.policies) or 'none'}), as SageMaker "
+                  "refuses to change the instance type of an autoscaled variant", markup=False)
+    try:
+        cdk_deploy(target=target, stack=ENDPOINT_STACK, context={**context, AUTOSCALING_KEY: "false"})
+    except CliError:
+        for line in restore_from_stack(target=target, stack=ENDPOINT_STACK, endpoint=endpoint):
+            console.print(f"Autoscaling restored as before: {line}", markup=False)
+        raise
+    console.print(f"Endpoint on {instance_type}; adding autoscaling back", markup=False)
+    cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
+
+
 @app.command()
 def deploy(
     instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
@@ -160,11 +184,14 @@ def deploy(
         source: ModelSource = (
             LocalDirSource(model_dir) if model_dir else HuggingFaceSource(MODEL_REPO_ID, model_revision)
         )
-        ident = run_preflight(target=target, extra=[_model_source_check(source)])
+        ident = run_preflight(target=target, extra=[_model_source_check(source)], platforms=("linux/amd64",))
+        # The foundation is redeployed too: keep the Bedrock grant the agent's deploy chose.
+        context["bedrockModelId"], model_source = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         console = err_console()
         console.print(
             f"Deploying to account [bold]{ident['account']}[/] in [bold]{target.region}[/]: "
             f"{', '.join(TTS_STACKS)}\n  " + " ".join(context_args(context))
+            + f"\n  (bedrockModelId: {model_source})"
         )
         if not yes and not confirm("Continue?"):
             raise CliError("Aborted: nothing was deployed.", hint="Pass --yes to skip the question.")
@@ -187,7 +214,7 @@ def deploy(
                 )
             console.print(f"Model cache s3://{result.bucket}/{result.prefix}: {result.summary}")
         with steps.step(f"Deploy {ENDPOINT_STACK}"):
-            cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
+            deploy_endpoint_stack(target=target, context=context)
         with steps.step("Wait for the endpoint to be InService"):
             outputs = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK))
             require_outputs(ENDPOINT_STACK, outputs, "EndpointName")
@@ -224,6 +251,7 @@ def diff(
         )
         target = make_target(profile=profile, region=region)
         caller_identity(target)
+        context["bedrockModelId"], _ = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         code = cdk_diff(target=target, stacks=list(TTS_STACKS), context=context, fail=fail)
     raise typer.Exit(code=code)
 
@@ -258,7 +286,12 @@ def status(
 @app.command()
 def teardown(
     all_stacks: Annotated[
-        bool, typer.Option("--all", help="Also delete the model cache (bucket emptied first) and the foundation.")
+        bool, typer.Option("--all", help="Delete everything: the three stacks, both buckets (every version), "
+                           "the endpoint's and the agent runtime's log groups and the TTS image.")
+    ] = False,
+    keep_model_cache: Annotated[
+        bool, typer.Option("--keep-model-cache", help="With --all: keep the model cache (its stack, bucket and "
+                           "the foundation its read grant attaches to), so a later deploy skips the download.")
     ] = False,
     delete_images: Annotated[
         bool, typer.Option("--delete-images", help="Also delete the CDK asset images these stacks used from ECR.")
@@ -268,26 +301,35 @@ def teardown(
     region: Region = None,
     profile: Profile = None,
 ) -> None:
-    """Delete the Endpoint stack (and with --all the ModelCache and Foundation stacks), newest first."""
+    """Delete the Endpoint stack; with --all, everything the TTS stacks created (see --keep-model-cache)."""
     with cli_errors():
+        if keep_model_cache and not all_stacks:
+            raise CliError("--keep-model-cache only makes sense with --all.")
         target = make_target(profile=profile, region=region)
         caller_identity(target)
-        order = [ENDPOINT_STACK, *([MODEL_CACHE_STACK, FOUNDATION_STACK] if all_stacks else [])]
-        if get_stack(target.client("cloudformation"), AGENT_STACK) is not None:
+        everything = all_stacks and not keep_model_cache
+        order = [ENDPOINT_STACK, *([MODEL_CACHE_STACK, FOUNDATION_STACK] if everything else [])]
+        cfn = target.client("cloudformation")
+        if get_stack(cfn, AGENT_STACK) is not None:
             raise CliError(
                 f"{AGENT_STACK} is still deployed and depends on the TTS stacks; nothing was deleted.",
                 hint=f"Run `deploy-agent teardown{target_flags(region, profile)}` first.",
             )
+        endpoint = stack_outputs(get_stack(cfn, ENDPOINT_STACK)).get("EndpointName") or DEFAULT_ENDPOINT_NAME
         plan = plan_teardown(
             target=target,
             delete_order=order,
             empty_buckets_of=[MODEL_CACHE_STACK],
             app_stacks=[*TTS_STACKS, AGENT_STACK],
-            with_images=delete_images,
+            with_images=delete_images or all_stacks,
+            remove_buckets=everything,
+            log_groups=[endpoint_log_group(endpoint), runtime_log_groups(DEFAULT_RUNTIME_NAME)] if all_stacks else [],
         )
-        render_plan(plan, with_images=delete_images)
+        render_plan(plan, with_images=delete_images or all_stacks)
         run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else confirm, timeout_s=wait_timeout)
-        if not all_stacks:
+        if keep_model_cache:
+            err_console().print(f"Kept {MODEL_CACHE_STACK} and {FOUNDATION_STACK} (--keep-model-cache).")
+        elif not all_stacks:
             err_console().print("Model cache and foundation kept; `deploy-tts teardown --all` removes them too.")
 
 

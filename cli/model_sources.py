@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cli.aws import CliError
+from infra.defaults import shared_defaults
 
 MODEL_REPO_ID = "hexgrad/Kokoro-82M"
-MODEL_REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
+MODEL_REVISION: str = shared_defaults()["modelRevision"]
 MODEL_FILES = ("config.json", "kokoro-v1_0.pth", "voices/*.pt")
 HF_ENDPOINT = "https://huggingface.co"
 _CHUNK = 1024 * 1024

@@ -7,10 +7,12 @@ from typing import Annotated
 
 import typer
 
-from cli.model_sources import MODEL_REVISION
+from infra.defaults import shared_defaults
 
-DEFAULT_INSTANCE_TYPE = "ml.g5.xlarge"
-DEFAULT_ENDPOINT_NAME = "kokoro-tts"
+DEFAULT_INSTANCE_TYPE: str = shared_defaults()["instanceType"]
+DEFAULT_ENDPOINT_NAME: str = shared_defaults()["endpointName"]
+DEFAULT_REVISION: str = shared_defaults()["modelRevision"]
+DEFAULT_RUNTIME_NAME: str = shared_defaults()["agentRuntimeName"]
 
 
 class Engine(StrEnum):
@@ -57,10 +59,9 @@ ModelRevision = Annotated[
 ]
 BedrockModelId = Annotated[
     str | None,
-    typer.Option("--bedrock-model-id", help="Bedrock model for the agent (cdk context bedrockModelId; default: infra's)."),
+    typer.Option("--bedrock-model-id", help="Bedrock model for the agent (cdk context bedrockModelId; default: the "
+                 "deployed foundation's, else cdk.json's model as the inference profile of the region)."),
 ]
-
-DEFAULT_REVISION = MODEL_REVISION
 
 
 def target_flags(region: str | None, profile: str | None) -> str:

@@ -18,6 +18,7 @@ from cli.cdk import (
     BOOTSTRAP_QUALIFIER,
     CDK_CLI_VERSION,
     ToolCheck,
+    check_build_platforms,
     check_cdk_cli,
     check_docker,
     check_node,
@@ -73,8 +74,10 @@ def run_preflight(
     target: AwsTarget,
     extra: Sequence[ToolCheck] = (),
     need_docker: bool = True,
+    platforms: tuple[str, ...] = (),
 ) -> dict[str, Any]:
-    """Check credentials, region, bootstrap, node, the CDK CLI and Docker; raise if any is missing.
+    """Check credentials, region, bootstrap, node, the CDK CLI, Docker and the image ``platforms``
+    its builder must produce; raise if any is missing.
 
     Credentials are checked first and alone: without them no AWS-side check can run.
     Returns the caller identity.
@@ -93,7 +96,10 @@ def run_preflight(
         check_cdk_cli(),
     ]
     if need_docker:
-        checks.append(check_docker())
+        docker = check_docker()
+        checks.append(docker)
+        if docker.ok and platforms:
+            checks.append(check_build_platforms(platforms))
     failed = [c for c in checks if not c.ok]
     render_checks(checks, title="Preflight")
     if failed:

@@ -1,16 +1,16 @@
-"""Stack names and CfnOutput keys: the contract between these CLIs and infra/."""
+"""Stack names (from infra/defaults.py, shared with the app) and the CfnOutput keys the CLIs read."""
 
 from __future__ import annotations
 
-FOUNDATION_STACK = "KokoroTtsFoundation"
-MODEL_CACHE_STACK = "KokoroTtsModelCache"
-ENDPOINT_STACK = "KokoroTtsEndpoint"
-AGENT_STACK = "KokoroAgentRuntime"
+from infra.defaults import STACK_AGENT as AGENT_STACK
+from infra.defaults import STACK_ENDPOINT as ENDPOINT_STACK
+from infra.defaults import STACK_FOUNDATION as FOUNDATION_STACK
+from infra.defaults import STACK_MODEL_CACHE as MODEL_CACHE_STACK
 
 TTS_STACKS = (FOUNDATION_STACK, MODEL_CACHE_STACK, ENDPOINT_STACK)  # deploy order
 ALL_STACKS = (*TTS_STACKS, AGENT_STACK)
 
-FOUNDATION_OUTPUTS = ("SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn")
+FOUNDATION_OUTPUTS = ("SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId")
 MODEL_CACHE_OUTPUTS = ("BucketName", "ModelPrefix", "LogBucketName")
 ENDPOINT_OUTPUTS = ("EndpointName", "ModelName")
 AGENT_OUTPUTS = ("RuntimeArn", "RuntimeId", "RuntimeName")

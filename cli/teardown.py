@@ -3,6 +3,9 @@
 Safe to rerun: a stack that is not there is skipped with a message, a bucket is emptied of
 every object version before its stack is deleted (CloudFormation cannot delete a non-empty
 bucket), and CDK asset images are only deleted when no remaining stack of this app uses them.
+What CloudFormation leaves behind on purpose is removed afterwards when the plan says so: the
+RETAIN buckets (emptied again: access logs arrive late), the log groups SageMaker and AgentCore
+create at run time, and the asset images. Each is reported as deleted or as left behind.
 """
 
 from __future__ import annotations
@@ -43,10 +46,21 @@ class TeardownPlan:
     stacks: list[tuple[str, dict[str, Any] | None]]
     buckets: dict[str, list[str]] = field(default_factory=dict)
     images: set[ImageRef] = field(default_factory=set)
+    remove_buckets: bool = False  # delete the (RETAIN) buckets once their stack is gone
+    log_groups: list[str] = field(default_factory=list)
 
     @property
     def existing(self) -> list[str]:
         return [name for name, stack in self.stacks if stack is not None]
+
+
+def endpoint_log_group(endpoint: str) -> str:
+    return f"/aws/sagemaker/Endpoints/{endpoint}"
+
+
+def runtime_log_groups(runtime_name: str) -> str:
+    """AgentCore names a runtime's groups after its id, ``<runtime name>-<suffix>``."""
+    return f"/aws/bedrock-agentcore/runtimes/{runtime_name}-*"
 
 
 def image_refs_in_template(text: str, *, account: str, region: str) -> set[ImageRef]:
@@ -104,6 +118,61 @@ def empty_bucket(*, s3: Any, bucket: str) -> int:
             return deleted
         raise
     return deleted
+
+
+def delete_bucket(*, s3: Any, bucket: str) -> str:
+    """Empty (every version) and delete a bucket CloudFormation retained; gone already is fine."""
+    for attempt in range(3):
+        count = empty_bucket(s3=s3, bucket=bucket)
+        try:
+            s3.delete_bucket(Bucket=bucket)
+            return f"s3://{bucket}: deleted ({count} object version(s) removed first)"
+        except ClientError as exc:
+            if is_client_error(exc, "NoSuchBucket"):
+                return f"s3://{bucket}: already gone"
+            if not is_client_error(exc, "BucketNotEmpty") or attempt == 2:
+                raise
+    raise AssertionError("unreachable")
+
+
+def find_log_groups(*, logs: Any, pattern: str) -> list[str]:
+    """The log groups ``pattern`` names, or with a trailing ``*`` every group it prefixes
+    (SageMaker and AgentCore create these at run time, outside any stack)."""
+    prefix = pattern.removesuffix("*")
+    found: list[str] = []
+    for page in logs.get_paginator("describe_log_groups").paginate(logGroupNamePrefix=prefix):
+        for group in page.get("logGroups", []):
+            if pattern.endswith("*") or group["logGroupName"] == pattern:
+                found.append(group["logGroupName"])
+    return found
+
+
+def delete_log_group(*, logs: Any, name: str) -> str:
+    try:
+        logs.delete_log_group(logGroupName=name)
+    except ClientError as exc:
+        if not is_client_error(exc, "ResourceNotFoundException"):
+            raise
+        return f"log group {name}: already gone"
+    return f"log group {name}: deleted"
+
+
+def _leftovers(*, target: AwsTarget, plan: TeardownPlan) -> tuple[list[str], list[str]]:
+    """Remove what the stacks leave behind; (done, failures) so one failure does not hide the rest."""
+    done: list[str] = []
+    failed: list[str] = []
+    if plan.remove_buckets:
+        for bucket in [b for buckets in plan.buckets.values() for b in buckets]:
+            try:
+                done.append(delete_bucket(s3=target.client("s3"), bucket=bucket))
+            except (ClientError, CliError) as exc:
+                failed.append(f"s3://{bucket}: {exc}")
+    for name in plan.log_groups:
+        try:
+            done.append(delete_log_group(logs=target.client("logs"), name=name))
+        except ClientError as exc:
+            failed.append(f"log group {name}: {exc}")
+    return done, failed
 
 
 def delete_stack(*, cfn: Any, name: str, timeout_s: float) -> str:
@@ -165,10 +234,18 @@ def plan_teardown(
     empty_buckets_of: Sequence[str],
     app_stacks: Sequence[str],
     with_images: bool,
+    remove_buckets: bool = False,
+    log_groups: Sequence[str] = (),
 ) -> TeardownPlan:
-    """Look at what exists before deleting anything (also finds the images while templates exist)."""
+    """Look at what exists before deleting anything (also finds the images while templates exist).
+
+    ``log_groups``: exact names, or prefixes ending in ``*``; those that exist join the plan.
+    """
     cfn = target.client("cloudformation")
-    plan = TeardownPlan(stacks=[(name, get_stack(cfn, name)) for name in delete_order])
+    plan = TeardownPlan(stacks=[(name, get_stack(cfn, name)) for name in delete_order],
+                        remove_buckets=remove_buckets)
+    for pattern in log_groups:
+        plan.log_groups += find_log_groups(logs=target.client("logs"), pattern=pattern)
     for name, stack in plan.stacks:
         if stack is not None and name in empty_buckets_of:
             plan.buckets[name] = stack_buckets(cfn=cfn, stack=stack)
@@ -193,12 +270,15 @@ def render_plan(plan: TeardownPlan, *, with_images: bool) -> None:
         action = "delete"
         if plan.buckets.get(name):
             action = "empty " + ", ".join(f"s3://{b}" for b in plan.buckets[name]) + ", then delete"
+            action += " (buckets included)" if plan.remove_buckets else " (buckets kept)"
         table.add_row(name, str(stack["StackStatus"]), action)
     console = err_console()
     console.print(table)
     if with_images:
         images = ", ".join(f"{r.repository}:{r.tag[:12]}" for r in sorted(plan.images)) or "none found"
         console.print(f"ECR asset images to delete: {images}")
+    if plan.log_groups:
+        console.print(f"Log groups to delete: {', '.join(plan.log_groups)}", markup=False)
 
 
 def run_teardown(
@@ -210,7 +290,7 @@ def run_teardown(
 ) -> list[str]:
     """Confirm, then empty buckets, delete stacks in the planned order, and delete images."""
     console = err_console()
-    if not plan.existing and not plan.images:
+    if not plan.existing and not plan.images and not plan.log_groups:
         message = "Nothing to tear down: " + ", ".join(n for n, _ in plan.stacks) + " not deployed."
         console.print(message, markup=False)
         return [message]
@@ -222,14 +302,25 @@ def run_teardown(
     cfn, s3 = target.client("cloudformation"), target.client("s3")
     done: list[str] = []
     for name, stack in plan.stacks:
-        for bucket in plan.buckets.get(name, []) if stack else []:
+        # RETAIN buckets do not block the stack's deletion; when they go too, that happens after.
+        for bucket in plan.buckets.get(name, []) if stack and not plan.remove_buckets else []:
             count = empty_bucket(s3=s3, bucket=bucket)
             done.append(f"s3://{bucket}: emptied ({count} object version(s) deleted)")
             console.print(done[-1], markup=False)
         done.append(delete_stack(cfn=cfn, name=name, timeout_s=timeout_s))
         console.print(done[-1], markup=False)
+    leftovers, failed = _leftovers(target=target, plan=plan)
     if plan.images:
-        for line in delete_images(ecr=target.client("ecr"), refs=plan.images):
-            done.append(line)
-            console.print(line, markup=False)
+        try:
+            leftovers.extend(delete_images(ecr=target.client("ecr"), refs=plan.images))
+        except (ClientError, CliError) as exc:
+            failed.append(f"images: {exc}")
+    for line in leftovers:
+        console.print(line, markup=False)
+    done.extend(leftovers)
+    for line in failed:
+        console.print(f"Could not delete {line}", markup=False)
+    if failed:
+        raise CliError(f"Teardown left {len(failed)} resource(s) behind (listed above).",
+                       hint="Fix the cause (often a permission), then rerun the same teardown.")
     return done

@@ -43,6 +43,9 @@ class AgentRuntimeStack(Stack):
             environment_variables={
                 "TTS_ENDPOINT_NAME": settings.endpoint_name,
                 "BEDROCK_MODEL_ID": settings.bedrock_model_id,
+                # Explicit: with no credentials or no model access the agent fails at start
+                # instead of answering with the offline scripted model.
+                "AGENT_MODEL": "bedrock",
                 # Explicit so boto3 in the container never depends on the host's defaults.
                 "AWS_REGION": region,
                 "AWS_DEFAULT_REGION": region,

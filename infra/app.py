@@ -8,7 +8,6 @@ here; under the CLI, CDK_CONTEXT_JSON (cdk.json + ``-c`` flags) takes precedence
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -20,12 +19,11 @@ from aws_cdk import App, Environment
 from infra import nag
 from infra.agent_runtime import AgentRuntimeStack
 from infra.config import ConfigError, Settings, check_key_spelling
+from infra.defaults import cdk_context
 from infra.foundation import FoundationStack
 from infra.model_cache import ModelCacheStack
-from infra.shared import REPO_ROOT, STACK_AGENT, STACK_ENDPOINT, STACK_FOUNDATION, STACK_MODEL_CACHE
+from infra.shared import STACK_AGENT, STACK_ENDPOINT, STACK_FOUNDATION, STACK_MODEL_CACHE
 from infra.tts_endpoint import TtsEndpointStack
-
-CDK_JSON = REPO_ROOT / "cdk.json"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -46,7 +44,7 @@ class KokoroApp:
 
 def cdk_json_context() -> dict[str, Any]:
     """The ``context`` block of cdk.json (defaults and feature flags)."""
-    return dict(json.loads(CDK_JSON.read_text(encoding="utf-8")).get("context", {}))
+    return dict(cdk_context())
 
 
 def build_app(context: Mapping[str, Any] | None = None, *, outdir: str | None = None,

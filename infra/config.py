@@ -14,24 +14,18 @@ from typing import Any, Final
 
 from constructs import IConstruct
 
+from infra.defaults import shared_defaults
+
 MODEL_CACHE_ROOT: Final = "models/kokoro-82m"
 """Key prefix under which the CLI syncs each Hugging Face revision (one folder per revision)."""
 
-DEFAULTS: Final[Mapping[str, Any]] = {
-    "instanceType": "ml.g5.xlarge",
-    "engine": "torch",
-    "endpointName": "kokoro-tts",
-    "minInstances": 1,
-    "maxInstances": 2,
-    "targetInvocationsPerInstance": 100,
-    "startupHealthCheckTimeoutSeconds": 600,
-    "modelRevision": "f3ff3571791e39611d31c381e3a41a3af07b4987",
-    "bedrockModelId": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
-    "agentRuntimeName": "kokoro_voice_agent",
-}
-"""Fallbacks when a key is absent; cdk.json carries the same values so they are visible there."""
+DEFAULTS: Final[Mapping[str, Any]] = shared_defaults()
+"""Fallbacks when a key is absent: cdk.json's own values (infra/defaults.py reads them)."""
 
 ENGINES: Final = ("torch", "onnx")
+
+AUTOSCALING_KEY: Final = "autoscaling"
+"""Not in cdk.json: deploy-tts passes autoscaling=false for one intermediate deploy."""
 
 BOOTSTRAP_QUALIFIER_KEY: Final = "@aws-cdk/core:bootstrapQualifier"
 """The CDK's own key; read here because the image-asset ECR repository name depends on it."""
@@ -72,12 +66,14 @@ class Settings:
     endpoint_name: str
     min_instances: int
     max_instances: int
-    target_invocations_per_instance: int
+    target_concurrent_requests_per_instance: int
     startup_health_check_timeout_seconds: int
     model_revision: str
     bedrock_model_id: str
     agent_runtime_name: str
     bootstrap_qualifier: str = "hnb659fds"
+    autoscaling: bool = True
+    """False only for deploy-tts's intermediate deploy of an instance-type change (cli/scaling.py)."""
     warnings: tuple[str, ...] = ()
 
     @property
@@ -134,7 +130,8 @@ class Settings:
                 "minInstances",
                 f"minInstances ({min_instances}) is greater than maxInstances ({max_instances})",
             )
-        target = _integer(value("targetInvocationsPerInstance"), "targetInvocationsPerInstance", low=1)
+        target = _integer(value("targetConcurrentRequestsPerInstance"),
+                          "targetConcurrentRequestsPerInstance", low=1)
         startup = _integer(value("startupHealthCheckTimeoutSeconds"),
                            "startupHealthCheckTimeoutSeconds", low=60, high=3600)
         revision = _text(value("modelRevision"), "modelRevision", _REVISION,
@@ -148,18 +145,20 @@ class Settings:
         qualifier = _text(qualifier, BOOTSTRAP_QUALIFIER_KEY, _QUALIFIER,
                           "CDK bootstrap qualifiers are 1-10 lowercase letters and digits")
         warnings = _engine_compatibility(engine, instance_type)
+        autoscaling = _boolean(get(AUTOSCALING_KEY), AUTOSCALING_KEY, default=True)
         return cls(
             instance_type=instance_type,
             engine=engine,
             endpoint_name=endpoint_name,
             min_instances=min_instances,
             max_instances=max_instances,
-            target_invocations_per_instance=target,
+            target_concurrent_requests_per_instance=target,
             startup_health_check_timeout_seconds=startup,
             model_revision=revision,
             bedrock_model_id=model_id,
             agent_runtime_name=runtime_name,
             bootstrap_qualifier=qualifier,
+            autoscaling=autoscaling,
             warnings=warnings,
         )
 
@@ -194,6 +193,16 @@ def _text(raw: Any, key: str, pattern: re.Pattern[str] | None, hint: str) -> str
     if pattern is not None and not pattern.match(raw):
         raise ConfigError(key, f"{raw!r} is invalid: {hint}")
     return raw
+
+
+def _boolean(raw: Any, key: str, *, default: bool) -> bool:
+    if raw is None:
+        return default
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str) and raw.strip().lower() in ("true", "false"):
+        return raw.strip().lower() == "true"
+    raise ConfigError(key, f"expected true or false, got {raw!r}")
 
 
 def _integer(raw: Any, key: str, *, low: int, high: int | None = None) -> int:

@@ -29,7 +29,8 @@ AGENTCORE_METRIC_NAMESPACE = "bedrock-agentcore"
 
 
 class FoundationStack(Stack):
-    """Roles and the invoke policy; outputs SageMakerRoleArn, AgentRuntimeRoleArn, InvokePolicyArn."""
+    """Roles and the invoke policy; outputs SageMakerRoleArn, AgentRuntimeRoleArn, InvokePolicyArn,
+    BedrockModelId."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
         super().__init__(scope, construct_id,
@@ -47,6 +48,10 @@ class FoundationStack(Stack):
                   description="Execution role of the SageMaker model")
         CfnOutput(self, "AgentRuntimeRoleArn", value=self.agent_role.role_arn,
                   description="Execution role of the AgentCore runtime")
+        # The model the agent role may invoke: deploy-tts reads it back so a TTS redeploy keeps
+        # the grant deploy-agent made (both CLIs pass it on to every `cdk deploy`).
+        CfnOutput(self, "BedrockModelId", value=settings.bedrock_model_id,
+                  description="Bedrock model id or inference profile the agent role may invoke")
         CfnOutput(self, "InvokePolicyArn", value=self.invoke_policy.managed_policy_arn,
                   description="Attach to a user or role that calls the TTS endpoint")
 

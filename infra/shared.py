@@ -6,23 +6,17 @@ agnostic (synth needs no account) while every policy is still scoped to one acco
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Final
 
 from aws_cdk import ArnFormat, Stack
 from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
-REPO_ROOT: Final = Path(__file__).resolve().parent.parent
-"""Both images build from the repository root: their Dockerfiles COPY the shared voicestream/."""
+# Both images build from the repository root: their Dockerfiles COPY the shared voicestream/.
+from infra.defaults import (  # noqa: F401  (re-exported for the stacks)
+    REPO_ROOT, STACK_AGENT, STACK_ENDPOINT, STACK_FOUNDATION, STACK_MODEL_CACHE, VARIANT_NAME,
+)
 
-STACK_FOUNDATION: Final = "KokoroTtsFoundation"
-STACK_MODEL_CACHE: Final = "KokoroTtsModelCache"
-STACK_ENDPOINT: Final = "KokoroTtsEndpoint"
-STACK_AGENT: Final = "KokoroAgentRuntime"
-"""Construct ids == CloudFormation stack names; the deploy CLIs rely on them."""
-
-VARIANT_NAME: Final = "AllTraffic"
 
 SAGEMAKER_INVOKE_ACTIONS: Final = (
     "sagemaker:InvokeEndpoint",

@@ -31,6 +31,10 @@ LATENCY_P90_THRESHOLD_MICROSECONDS: Final = 5_000_000
 """p90 ModelLatency (reported in microseconds) above 5 s for 15 minutes. For request/response
 synthesis of a sentence this is far above normal (well under 1 s on ml.g5); for bidirectional
 streams ModelLatency covers a whole session, so retune it if sessions are routinely long."""
+GPU_INFERENCE_AMI: Final = "al2023-ami-sagemaker-inference-gpu-4-1"
+"""NVIDIA driver 580 (CUDA 13.0) per the botocore model: the image is CUDA 12.8 (nvidia/cuda
+12.8.1, torch cu128), which needs driver >= 570. The al2 AMIs carry 535/550 (CUDA 12.2/12.4) and
+disable the CUDA-compat mount, so the image's CUDA 12.8 would not initialize there."""
 SCALE_IN_COOLDOWN: Final = Duration.minutes(10)
 SCALE_OUT_COOLDOWN: Final = Duration.minutes(2)
 
@@ -61,7 +65,7 @@ class TtsEndpointStack(Stack):
             enable_network_isolation=True,
             primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
                 image=self.image.image_uri,
-                environment={"KOKORO_ENGINE": settings.engine, "KOKORO_MODEL_DIR": MODEL_MOUNT},
+                environment=self._environment(settings),
                 model_data_source=sagemaker.CfnModel.ModelDataSourceProperty(
                     s3_data_source=sagemaker.CfnModel.S3DataSourceProperty(
                         s3_uri=f"s3://{model_bucket.bucket_name}/{settings.model_prefix}",
@@ -83,6 +87,8 @@ class TtsEndpointStack(Stack):
                 container_startup_health_check_timeout_in_seconds=(
                     settings.startup_health_check_timeout_seconds),
                 model_data_download_timeout_in_seconds=MODEL_DATA_DOWNLOAD_TIMEOUT_SECONDS,
+                # Pinned on GPU types so the driver always matches the image's CUDA; no AMI on CPU.
+                inference_ami_version=GPU_INFERENCE_AMI if settings.is_gpu_instance else None,
                 # Streams are long-lived: route new ones to the instance with the fewest open.
                 routing_config=sagemaker.CfnEndpointConfig.RoutingConfigProperty(
                     routing_strategy="LEAST_OUTSTANDING_REQUESTS"),
@@ -93,7 +99,7 @@ class TtsEndpointStack(Stack):
             endpoint_name=settings.endpoint_name,
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
         )
-        self.scalable_target = self._autoscaling(settings)
+        self.scalable_target = self._autoscaling(settings) if settings.autoscaling else None
         self.alarms = self._alarms(settings.endpoint_name)
 
         CfnOutput(self, "EndpointName", value=self.endpoint.attr_endpoint_name,
@@ -101,8 +107,21 @@ class TtsEndpointStack(Stack):
         CfnOutput(self, "ModelName", value=self.model.attr_model_name,
                   description="SageMaker model behind the endpoint")
 
+    @staticmethod
+    def _environment(settings: Settings) -> dict[str, str]:
+        """On a GPU instance the torch engine must use the GPU: KOKORO_DEVICE=cuda makes it
+        refuse to start (exit 2, no /ping) instead of silently running on the CPU."""
+        env = {"KOKORO_ENGINE": settings.engine, "KOKORO_MODEL_DIR": MODEL_MOUNT}
+        if settings.is_gpu_instance:
+            env["KOKORO_DEVICE"] = "cuda"
+        return env
+
     def _autoscaling(self, settings: Settings) -> appscaling.CfnScalableTarget:
-        """Target tracking on invocations per instance, between minInstances and maxInstances.
+        """Target tracking on concurrent requests per model, between minInstances and maxInstances.
+
+        SageMakerVariantConcurrentRequestsPerModelHighResolution counts requests in flight
+        (streamed ones until their last byte) every 10 s; InvocationsPerInstance counts only
+        starts per minute, so hour-long voice sessions would never look like load.
 
         L1 on purpose: without a RoleARN, Application Auto Scaling uses (and creates if needed)
         its SageMaker service-linked role; the L2 would add an unused IAM role instead.
@@ -118,16 +137,16 @@ class TtsEndpointStack(Stack):
         # The variant must exist before Application Auto Scaling can register it.
         target.node.add_dependency(self.endpoint)
         appscaling.CfnScalingPolicy(
-            self, "InvocationsPerInstancePolicy",
-            policy_name=f"{settings.endpoint_name}-invocations-per-instance",
+            self, "ConcurrentRequestsPolicy",
+            policy_name=f"{settings.endpoint_name}-concurrent-requests-per-model",
             policy_type="TargetTrackingScaling",
             scaling_target_id=target.ref,
             target_tracking_scaling_policy_configuration=(
                 appscaling.CfnScalingPolicy.TargetTrackingScalingPolicyConfigurationProperty(
-                    target_value=float(settings.target_invocations_per_instance),
+                    target_value=float(settings.target_concurrent_requests_per_instance),
                     predefined_metric_specification=(
                         appscaling.CfnScalingPolicy.PredefinedMetricSpecificationProperty(
-                            predefined_metric_type="SageMakerVariantInvocationsPerInstance")),
+                            predefined_metric_type="SageMakerVariantConcurrentRequestsPerModelHighResolution")),
                     scale_in_cooldown=int(SCALE_IN_COOLDOWN.to_seconds()),
                     scale_out_cooldown=int(SCALE_OUT_COOLDOWN.to_seconds()),
                 )),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 
 from .config import ConfigError, load_config
@@ -37,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config = load_config(tts_url=args.tts_url, tts_endpoint=args.tts_endpoint, offline=args.offline, page=args.page)
+        if config.model == "bedrock" and os.environ.get("AGENT_MODEL", "").strip().lower() == "bedrock":
+            from .model_check import check_bedrock_model
+
+            check_bedrock_model(config)
     except ConfigError as exc:
         print(f"voice_agent: cannot start: {exc}", file=sys.stderr)
         return 2

@@ -3,7 +3,8 @@
 The TTS target is configuration, never code: a local server URL (``TTS_URL``) or a SageMaker
 endpoint name (``TTS_ENDPOINT_NAME``). The model is Bedrock unless told otherwise or unless no AWS
 credentials can be found, in which case the offline scripted model answers, so the demo and the
-tests run on a laptop with no network.
+tests run on a laptop with no network. ``AGENT_MODEL=bedrock`` (what the deployed runtime sets)
+turns that fallback into a start-up error.
 """
 
 from __future__ import annotations
@@ -135,7 +136,11 @@ def load_config(
         reason = "--offline was given"
     elif wanted == "offline":
         reason = "AGENT_MODEL=offline"
-    elif wanted != "bedrock" and not probe():
+    elif not probe():
+        if wanted == "bedrock":
+            # Deployed (the runtime sets AGENT_MODEL=bedrock): never answer with canned text.
+            raise ConfigError("AGENT_MODEL=bedrock: no AWS credentials were found (set them, "
+                              "or AGENT_MODEL=offline for the scripted model)")
         reason = "no AWS credentials were found"
     max_chars = env.get("AGENT_MAX_PROMPT_CHARS")
     send_timeout = env.get("AGENT_SEND_TIMEOUT_S")

@@ -1,7 +1,8 @@
 """``make demo``: the Kokoro server and the agent side by side on this machine, page URL printed.
 
 The TTS server runs in its own environment (``.venv-kokoro``, torch), the agent in this one, so
-they are two processes; Ctrl-C stops both. Without AWS credentials the agent answers with its
+they are two processes; Ctrl-C, SIGTERM and SIGHUP (a closed terminal) stop both, so the next
+`make demo` finds its ports free. Without AWS credentials the agent answers with its
 offline scripted model, so the demo needs no account and no network.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -34,6 +36,24 @@ def wait_ready(url: str, *, process: subprocess.Popen[bytes], timeout: float) ->
             pass
         time.sleep(0.5)
     raise RuntimeError(f"{url}: not ready after {timeout:.0f} s")
+
+
+class Stopped(Exception):
+    """SIGTERM or SIGHUP arrived: leave like Ctrl-C does, stopping both servers."""
+
+
+def _raise_stopped(signum: int, _frame: object) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
+def port_in_use(host: str, port: int) -> bool:
+    """True when something already listens on ``host:port`` (binding it fails)."""
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return True
+    return False
 
 
 def stop(process: subprocess.Popen[bytes], name: str) -> None:
@@ -68,16 +88,24 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.kokoro_python).exists():
         print(f"demo: {args.kokoro_python} not found; run `make install`", file=sys.stderr)
         return 2
+    for port, owner, flag in ((args.tts_port, "the TTS server", "TTS_PORT"), (args.agent_port, "the agent", "AGENT_PORT")):
+        if port_in_use(args.host, port):
+            print(f"demo: port {port} on {args.host} (for {owner}) is already in use, perhaps by an earlier "
+                  f"demo; stop that process or pick another port: make demo {flag}=<port>", file=sys.stderr)
+            return 2
     tts_url = f"http://{args.host}:{args.tts_port}"
     agent_url = f"http://{args.host}:{args.agent_port}"
-    tts = subprocess.Popen([args.kokoro_python, "-m", "kokoro_server", "serve", "--model-dir", args.model_dir,
-                            "--host", args.host, "--port", str(args.tts_port)])
     agent_cmd = [sys.executable, "-m", "voice_agent", "--host", args.host, "--port", str(args.agent_port),
                  "--tts-url", tts_url, "--page"]
     if args.offline:
         agent_cmd.append("--offline")
     agent: subprocess.Popen[bytes] | None = None
+    tts: subprocess.Popen[bytes] | None = None
+    for signum in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_stopped)
     try:
+        tts = subprocess.Popen([args.kokoro_python, "-m", "kokoro_server", "serve", "--model-dir", args.model_dir,
+                                "--host", args.host, "--port", str(args.tts_port)])
         wait_ready(f"{tts_url}/ping", process=tts, timeout=READY_TIMEOUT_S)
         agent = subprocess.Popen(agent_cmd)
         wait_ready(f"{agent_url}/ping", process=agent, timeout=60)
@@ -86,16 +114,19 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(0.5)
         print("demo: a process exited; stopping the other", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("\ndemo: stopping", file=sys.stderr)
+    except (KeyboardInterrupt, Stopped) as exc:
+        print(f"\ndemo: stopping ({exc or 'Ctrl-C'})", file=sys.stderr)
         return 0
     except RuntimeError as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1
     finally:
+        for signum in (signal.SIGTERM, signal.SIGHUP):  # a second signal must not cut the clean-up short
+            signal.signal(signum, signal.SIG_IGN)
         if agent is not None:
             stop(agent, "the agent")
-        stop(tts, "the TTS server")
+        if tts is not None:
+            stop(tts, "the TTS server")
 
 
 if __name__ == "__main__":

@@ -8,13 +8,16 @@ from __future__ import annotations
 import functools
 import json
 import os
+import ast
 from pathlib import Path
 from typing import Any
 
 import boto3
 
+from infra.defaults import shared_defaults
+
 ACCOUNT = "123456789012"
-REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"
+REVISION = shared_defaults()["modelRevision"]  # cdk.json, via the one reader both CLIs use
 ASSET_REPO = f"cdk-hnb659fds-container-assets-{ACCOUNT}-us-east-1"
 TTS_IMAGE_TAG = "a" * 64
 AGENT_IMAGE_TAG = "b" * 64
@@ -49,6 +52,11 @@ def image_uri_sub(tag: str) -> dict[str, str]:
     }
 
 
+DEFAULT_MODEL = "us.anthropic.claude-haiku-4-5-20251001-v1:0"  # cdk.json's, as the app would use it
+SCALING_ID = "endpoint/{}/variant/AllTraffic"
+SCALING_DIMENSION = "sagemaker:variant:DesiredInstanceCount"
+
+
 def create_stack(
     name: str,
     *,
@@ -56,14 +64,54 @@ def create_stack(
     resources: dict[str, Any] | None = None,
     region: str = "us-east-1",
 ) -> None:
+    """Create ``name``, or update it in place when it exists (as `cdk deploy` does)."""
     template = {
         "Resources": resources or {"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
         "Outputs": {key: {"Value": value} for key, value in outputs.items()},
     }
-    session(region).client("cloudformation").create_stack(StackName=name, TemplateBody=json.dumps(template))
+    cfn = session(region).client("cloudformation")
+    if name in stack_names(region):
+        cfn.update_stack(StackName=name, TemplateBody=json.dumps(template))
+    else:
+        cfn.create_stack(StackName=name, TemplateBody=json.dumps(template))
 
 
-def deploy_foundation(region: str = "us-east-1") -> None:
+def put_template(name: str, template: dict[str, Any], region: str = "us-east-1") -> None:
+    """Create or update ``name`` from a full template (a synthesized one, IAM included)."""
+    cfn = session(region).client("cloudformation")
+    args = {"StackName": name, "TemplateBody": json.dumps(template), "Capabilities": ["CAPABILITY_IAM"]}
+    if name in stack_names(region):
+        cfn.update_stack(**args)
+    else:
+        cfn.create_stack(**args)
+
+
+def agent_role_bedrock_grants(region: str = "us-east-1") -> set[str]:
+    """Resources of bedrock:* statements in the inline policies of the agent role moto's IAM holds."""
+    iam = session(region).client("iam")
+    grants: set[str] = set()
+    for role in iam.list_roles()["Roles"]:
+        if "AgentRuntimeRole" not in role["RoleName"]:
+            continue
+        for policy in iam.list_role_policies(RoleName=role["RoleName"])["PolicyNames"]:
+            document = iam.get_role_policy(RoleName=role["RoleName"], PolicyName=policy)["PolicyDocument"]
+            if isinstance(document, str):
+                document = ast.literal_eval(document)  # moto's CloudFormation stores a Python repr
+            for statement in document["Statement"]:
+                actions = statement["Action"] if isinstance(statement["Action"], list) else [statement["Action"]]
+                if any(a.startswith("bedrock:") for a in actions):
+                    resources = statement["Resource"]
+                    grants |= set(resources if isinstance(resources, list) else [resources])
+    return grants
+
+
+def foundation_model(region: str = "us-east-1") -> str | None:
+    """The BedrockModelId output of the deployed foundation (the model its agent role may invoke)."""
+    stack = session(region).client("cloudformation").describe_stacks(StackName="KokoroTtsFoundation")["Stacks"][0]
+    return {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}.get("BedrockModelId")
+
+
+def deploy_foundation(region: str = "us-east-1", *, bedrock_model_id: str = DEFAULT_MODEL) -> None:
     create_stack(
         "KokoroTtsFoundation",
         region=region,
@@ -71,6 +119,7 @@ def deploy_foundation(region: str = "us-east-1") -> None:
             "SageMakerRoleArn": f"arn:aws:iam::{ACCOUNT}:role/kokoro-sagemaker",
             "AgentRuntimeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/kokoro-agent",
             "InvokePolicyArn": f"arn:aws:iam::{ACCOUNT}:policy/kokoro-invoke",
+            "BedrockModelId": bedrock_model_id,
         },
     )
 
@@ -79,8 +128,9 @@ def deploy_model_cache(revision: str = REVISION) -> None:
     create_stack(
         "KokoroTtsModelCache",
         resources={
-            "Bucket": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": CACHE_BUCKET}},
-            "Logs": {"Type": "AWS::S3::Bucket", "Properties": {"BucketName": LOG_BUCKET}},
+            # RETAIN, as in infra/model_cache.py: CloudFormation leaves both buckets behind.
+            "Bucket": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Retain", "Properties": {"BucketName": CACHE_BUCKET}},
+            "Logs": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Retain", "Properties": {"BucketName": LOG_BUCKET}},
         },
         outputs={
             "BucketName": {"Ref": "Bucket"},
@@ -90,29 +140,88 @@ def deploy_model_cache(revision: str = REVISION) -> None:
     )
 
 
-def deploy_endpoint(name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge") -> None:
+def scaling_resources(name: str, *, low: int = 1, high: int = 2) -> dict[str, Any]:
+    """The two autoscaling resources as the synthesized endpoint template declares them."""
+    return {
+        "ScalableTarget": {"Type": "AWS::ApplicationAutoScaling::ScalableTarget", "Properties": {
+            "ServiceNamespace": "sagemaker", "ResourceId": SCALING_ID.format(name),
+            "ScalableDimension": SCALING_DIMENSION, "MinCapacity": low, "MaxCapacity": high}},
+        "ConcurrentRequestsPolicy": {"Type": "AWS::ApplicationAutoScaling::ScalingPolicy", "Properties": {
+            "PolicyName": f"{name}-concurrent-requests-per-model", "PolicyType": "TargetTrackingScaling",
+            "ScalingTargetId": {"Ref": "ScalableTarget"},
+            "TargetTrackingScalingPolicyConfiguration": {
+                "TargetValue": 8, "ScaleInCooldown": 600, "ScaleOutCooldown": 120,
+                "PredefinedMetricSpecification": {
+                    "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"}}}},
+    }
+
+
+def register_scaling(resources: dict[str, Any]) -> None:
+    """What CloudFormation does for the two resources (moto's CloudFormation skips them)."""
+    aas = session().client("application-autoscaling")
+    target = resources["ScalableTarget"]["Properties"]
+    aas.register_scalable_target(**target)
+    policy = dict(resources["ConcurrentRequestsPolicy"]["Properties"])
+    del policy["ScalingTargetId"]
+    aas.put_scaling_policy(ServiceNamespace="sagemaker", ResourceId=target["ResourceId"],
+                           ScalableDimension=SCALING_DIMENSION, **policy)
+
+
+def scaling_state(name: str = "kokoro-tts") -> tuple[list[dict[str, Any]], list[str]]:
+    """(registered targets, policy names) for the endpoint's variant in Application Auto Scaling."""
+    aas = session().client("application-autoscaling")
+    targets = aas.describe_scalable_targets(ServiceNamespace="sagemaker", ResourceIds=[SCALING_ID.format(name)])
+    policies = aas.describe_scaling_policies(ServiceNamespace="sagemaker", ResourceId=SCALING_ID.format(name))
+    return targets["ScalableTargets"], [p["PolicyName"] for p in policies["ScalingPolicies"]]
+
+
+def endpoint_instance_type(name: str = "kokoro-tts") -> str | None:
     sm = session().client("sagemaker")
-    sm.create_model(
-        ModelName=f"{name}-model",
-        ExecutionRoleArn=f"arn:aws:iam::{ACCOUNT}:role/kokoro-sagemaker",
-        PrimaryContainer={"Image": f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/{ASSET_REPO}:{TTS_IMAGE_TAG}"},
-    )
-    sm.create_endpoint_config(
-        EndpointConfigName=f"{name}-config",
-        ProductionVariants=[
-            {
-                "VariantName": "AllTraffic",
-                "ModelName": f"{name}-model",
-                "InitialInstanceCount": 1,
-                "InstanceType": instance_type,
-            }
-        ],
-    )
-    sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config")
+    try:
+        config = sm.describe_endpoint(EndpointName=name)["EndpointConfigName"]
+    except sm.exceptions.ClientError:
+        return None
+    return str(sm.describe_endpoint_config(EndpointConfigName=config)["ProductionVariants"][0]["InstanceType"])
+
+
+def deploy_endpoint(name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge", *, autoscaling: bool = False) -> None:
+    """Create the endpoint (or, moto having no update_endpoint, recreate it on a new instance type)
+    and its stack; register or drop autoscaling as CloudFormation would for the template."""
+    sm = session().client("sagemaker")
+    suffix = instance_type.replace(".", "-")
+    current = endpoint_instance_type(name)
+    if current != instance_type:
+        if current is not None:
+            sm.delete_endpoint(EndpointName=name)
+        sm.create_model(
+            ModelName=f"{name}-model-{suffix}",
+            ExecutionRoleArn=f"arn:aws:iam::{ACCOUNT}:role/kokoro-sagemaker",
+            PrimaryContainer={"Image": f"{ACCOUNT}.dkr.ecr.us-east-1.amazonaws.com/{ASSET_REPO}:{TTS_IMAGE_TAG}"},
+        )
+        sm.create_endpoint_config(
+            EndpointConfigName=f"{name}-config-{suffix}",
+            ProductionVariants=[
+                {
+                    "VariantName": "AllTraffic",
+                    "ModelName": f"{name}-model-{suffix}",
+                    "InitialInstanceCount": 1,
+                    "InstanceType": instance_type,
+                }
+            ],
+        )
+        sm.create_endpoint(EndpointName=name, EndpointConfigName=f"{name}-config-{suffix}")
+    scaling = scaling_resources(name) if autoscaling else {}
     create_stack(
         "KokoroTtsEndpoint",
-        outputs={"EndpointName": name, "ModelName": f"{name}-model", "Image": image_uri_sub(TTS_IMAGE_TAG)},
+        resources={"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}, **scaling},
+        outputs={"EndpointName": name, "ModelName": f"{name}-model-{suffix}", "Image": image_uri_sub(TTS_IMAGE_TAG)},
     )
+    registered = bool(scaling_state(name)[0])
+    if scaling and not registered:
+        register_scaling(scaling)
+    elif not scaling and registered:
+        session().client("application-autoscaling").deregister_scalable_target(
+            ServiceNamespace="sagemaker", ResourceId=SCALING_ID.format(name), ScalableDimension=SCALING_DIMENSION)
 
 
 def deploy_agent_runtime(*, runtime_id: str | None = None) -> str:

@@ -122,6 +122,14 @@ class FakeTools:
         return [json.loads(line) for line in self.log.read_text().splitlines()]
 
 
+DOCKER_WITH_QEMU = (
+    'if [ "$1" = buildx ]; then printf "Name: default\\nDriver: docker\\n'
+    'Platforms: ${FAKE_BUILDX_PLATFORMS-linux/amd64, linux/amd64/v2, linux/arm64, linux/arm/v7}\\n"; exit 0; fi\n'
+    'echo "27.3.1"\n'
+)
+"""`docker info` answers; `docker buildx inspect` lists FAKE_BUILDX_PLATFORMS (default: QEMU set up)."""
+
+
 def _script(path: Path, body: str) -> None:
     path.write_text("#!/bin/sh\n" + body)
     path.chmod(0o755)
@@ -137,7 +145,7 @@ def fake_tools(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch) -> FakeTools:
     bin_dir = aws.tmp / "bin"
     bin_dir.mkdir()
     _script(bin_dir / "node", "echo v20.11.1\n")
-    _script(bin_dir / "docker", 'echo "27.3.1"\n')
+    _script(bin_dir / "docker", DOCKER_WITH_QEMU)
     _script(
         bin_dir / "npx",
         f'exec "{sys.executable}" "{HERE / "clitest_fake_cdk.py"}" "$@"\n',
@@ -146,6 +154,7 @@ def fake_tools(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch) -> FakeTools:
     app_dir.mkdir()
     (app_dir / "cdk.json").write_text('{"app": "python3 app.py"}\n')
     log = aws.tmp / "cdk-calls.jsonl"
+    monkeypatch.setenv("FAKE_CDK_REAL_PATH", os.environ.get("PATH", ""))  # jsii's node, for a real synth
     monkeypatch.setenv("PATH", str(bin_dir))
     monkeypatch.setenv("KOKORO_CDK_APP_DIR", str(app_dir))
     monkeypatch.setenv("FAKE_CDK_LOG", str(log))

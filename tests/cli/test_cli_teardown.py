@@ -7,6 +7,7 @@ from clitest_support import (
     AGENT_IMAGE_TAG,
     ASSET_REPO,
     CACHE_BUCKET,
+    LOG_BUCKET,
     TTS_IMAGE_TAG,
     deploy_agent_runtime,
     deploy_endpoint,
@@ -50,7 +51,7 @@ def test_teardown_all_empties_versioned_bucket_and_deletes_stacks(aws) -> None: 
     versions = _versioned_cache_with_history()
     result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
     assert result.exit_code == 0, result.output
-    assert f"s3://{CACHE_BUCKET}: emptied ({versions} object version(s) deleted)" in result.output
+    assert f"s3://{CACHE_BUCKET}: deleted ({versions} object version(s) removed first)" in result.output
     assert _remaining_versions(CACHE_BUCKET) == 0
     assert stack_names() == set()
     order = [result.output.index(f"{name}: deleted") for name in ("KokoroTtsEndpoint", "KokoroTtsModelCache", "KokoroTtsFoundation")]
@@ -137,3 +138,90 @@ def test_agent_teardown_is_idempotent(aws) -> None:  # type: ignore[no-untyped-d
     assert first.exit_code == 0 and "KokoroAgentRuntime: deleted" in first.output
     second = runner.invoke(deploy_agent.app, ["teardown", "--yes"])
     assert second.exit_code == 0 and "Nothing to tear down" in second.output
+
+
+def _inventory() -> dict[str, object]:
+    """Everything of this app that outlives CloudFormation in moto: stacks, buckets, run-time log
+    groups, asset images. (SageMaker and scaling resources are CloudFormation's to delete; moto's
+    stand-in stacks here do not own them, so they are not listed.)"""
+    s3, logs = session().client("s3"), session().client("logs")
+    groups = [g["logGroupName"] for g in logs.describe_log_groups(logGroupNamePrefix="/aws/")["logGroups"]]
+    return {
+        "stacks": stack_names(),
+        "buckets": {b["Name"] for b in s3.list_buckets()["Buckets"]} & {CACHE_BUCKET, LOG_BUCKET},
+        "log groups": set(groups),
+        "images": image_tags(),
+    }
+
+
+def test_teardown_all_leaves_nothing_behind(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_foundation()
+    deploy_model_cache()
+    deploy_endpoint(autoscaling=True)
+    versions = _versioned_cache_with_history()
+    session().client("s3").put_object(Bucket=LOG_BUCKET, Key="model-bucket/2026-12-01", Body=b"GET ...")
+    logs = session().client("logs")
+    for group in ("/aws/sagemaker/Endpoints/kokoro-tts", "/aws/bedrock-agentcore/runtimes/kokoro_voice_agent-a1B2c3-DEFAULT",
+                  "/aws/sagemaker/Endpoints/kokoro-tts-prod"):  # the last belongs to another endpoint
+        logs.create_log_group(logGroupName=group)
+    for tag in (TTS_IMAGE_TAG, "c" * 64):  # "c...": another app's image in the shared asset repository
+        push_image(tag)
+    before = _inventory()
+    assert before["stacks"] and before["buckets"] == {CACHE_BUCKET, LOG_BUCKET}
+
+    result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert _inventory() == {
+        "stacks": set(), "buckets": set(), "images": {"c" * 64},
+        "log groups": {"/aws/sagemaker/Endpoints/kokoro-tts-prod"},
+    }
+    for line in (f"s3://{CACHE_BUCKET}: deleted ({versions} object version(s) removed first)",
+                 f"s3://{LOG_BUCKET}: deleted (1 object version(s) removed first)",
+                 "log group /aws/sagemaker/Endpoints/kokoro-tts: deleted",
+                 "log group /aws/bedrock-agentcore/runtimes/kokoro_voice_agent-a1B2c3-DEFAULT: deleted",
+                 f"{ASSET_REPO}: 1 image(s) deleted"):
+        assert line in result.output, line
+
+
+def test_keep_model_cache_keeps_the_cache_and_removes_the_rest(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_foundation()
+    deploy_model_cache()
+    deploy_endpoint()
+    push_image(TTS_IMAGE_TAG)
+    session().client("logs").create_log_group(logGroupName="/aws/sagemaker/Endpoints/kokoro-tts")
+    result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--keep-model-cache", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert _inventory() == {"stacks": {"KokoroTtsFoundation", "KokoroTtsModelCache"},
+                            "buckets": {CACHE_BUCKET, LOG_BUCKET}, "images": set(), "log groups": set()}
+    assert "Kept KokoroTtsModelCache and KokoroTtsFoundation (--keep-model-cache)" in result.output
+
+
+def test_teardown_reports_what_it_could_not_delete(aws, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    deploy_foundation()
+    deploy_model_cache()
+    # A bucket that cannot be emptied: S3 refuses deletes on an object under legal hold.
+    s3 = session().client("s3")
+    s3.delete_bucket(Bucket=LOG_BUCKET)
+    s3.create_bucket(Bucket=LOG_BUCKET, ObjectLockEnabledForBucket=True)
+    s3.put_object(Bucket=LOG_BUCKET, Key="held", Body=b"x", ObjectLockLegalHoldStatus="ON")
+    result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 1
+    assert f"Could not delete s3://{LOG_BUCKET}" in result.output
+    assert "Teardown left 1 resource(s) behind" in result.output
+    assert f"s3://{CACHE_BUCKET}: deleted" in result.output  # one failure does not stop the rest
+
+
+def test_agent_teardown_all_removes_its_log_groups_and_image(aws) -> None:  # type: ignore[no-untyped-def]
+    deploy_endpoint()
+    deploy_agent_runtime()
+    push_image(AGENT_IMAGE_TAG)
+    push_image(TTS_IMAGE_TAG)
+    logs = session().client("logs")
+    runtime_group = "/aws/bedrock-agentcore/runtimes/kokoro_voice_agent-a1B2c3-DEFAULT"
+    logs.create_log_group(logGroupName=runtime_group)
+    result = runner.invoke(deploy_agent.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 0, result.output
+    assert f"log group {runtime_group}: deleted" in result.output
+    assert image_tags() == {TTS_IMAGE_TAG}  # the TTS stack still uses its image
+    assert _inventory()["log groups"] == set()
+    assert stack_names() == {"KokoroTtsEndpoint"}

@@ -27,6 +27,7 @@ def test_runtime_environment(default_synth: Synthesized) -> None:
     assert render(_runtime(default_synth)["EnvironmentVariables"]) == {
         "TTS_ENDPOINT_NAME": "kokoro-tts",
         "BEDROCK_MODEL_ID": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
+        "AGENT_MODEL": "bedrock",  # never the offline scripted model in AWS
         "AWS_REGION": "${AWS::Region}",
         "AWS_DEFAULT_REGION": "${AWS::Region}",
     }

@@ -39,10 +39,10 @@ def test_defaults() -> None:
 
 
 def test_cli_style_strings_are_parsed() -> None:
-    config = settings(minInstances="2", maxInstances="4", targetInvocationsPerInstance="50",
+    config = settings(minInstances="2", maxInstances="4", targetConcurrentRequestsPerInstance="50",
                       startupHealthCheckTimeoutSeconds="900")
     assert (config.min_instances, config.max_instances) == (2, 4)
-    assert config.target_invocations_per_instance == 50
+    assert config.target_concurrent_requests_per_instance == 50
     assert config.startup_health_check_timeout_seconds == 900
 
 
@@ -59,13 +59,14 @@ def test_cli_style_strings_are_parsed() -> None:
     ("minInstances", "one"),
     ("minInstances", True),
     ("maxInstances", 1.5),
-    ("targetInvocationsPerInstance", 0),
+    ("targetConcurrentRequestsPerInstance", 0),
     ("startupHealthCheckTimeoutSeconds", 30),
     ("startupHealthCheckTimeoutSeconds", 7200),
     ("modelRevision", "../escape"),
     ("bedrockModelId", "arn:aws:bedrock:us-east-1::foundation-model/x.y"),
     ("agentRuntimeName", "kokoro-voice-agent"),
     ("agentRuntimeName", "1agent"),
+    ("autoscaling", "maybe"),
 ])
 def test_invalid_value_names_the_key(key: str, value: Any) -> None:
     with pytest.raises(ConfigError, match=re.escape(f"context key '{key}'")) as caught:

@@ -8,6 +8,8 @@ from aws_cdk.assertions import Match, Template
 
 from infra_support import Synthesized, render
 
+from infra.defaults import REPO_ROOT
+
 PREFIX = "models/kokoro-82m/f3ff3571791e39611d31c381e3a41a3af07b4987/"
 
 
@@ -32,9 +34,24 @@ def test_default_instance_settings(default_synth: Synthesized) -> None:
     assert variant["VariantName"] == "AllTraffic"
 
 
+def test_gpu_variant_pins_the_ami_whose_driver_runs_cuda_12_8(default_synth: Synthesized) -> None:
+    # botocore's model: al2023-ami-sagemaker-inference-gpu-4-1 = NVIDIA driver 580 (CUDA 13.0);
+    # the image is CUDA 12.8, which needs a driver >= 570. The al2 AMIs carry 535 and 550.
+    dockerfile = (REPO_ROOT / "containers/kokoro/Dockerfile").read_text()
+    assert "FROM nvidia/cuda:12.8." in dockerfile
+    assert _variant(default_synth)["InferenceAmiVersion"] == "al2023-ami-sagemaker-inference-gpu-4-1"
+
+
+def test_gpu_instance_makes_the_torch_engine_use_cuda_or_fail(default_synth: Synthesized) -> None:
+    resources = default_synth.templates["KokoroTtsEndpoint"]["Resources"]
+    (model,) = [r for r in resources.values() if r["Type"] == "AWS::SageMaker::Model"]
+    assert model["Properties"]["PrimaryContainer"]["Environment"]["KOKORO_DEVICE"] == "cuda"
+
+
 def test_instance_type_override(override_synth: Synthesized) -> None:
     variant = _variant(override_synth)
     assert variant["InstanceType"] == "ml.m5.xlarge"
+    assert "InferenceAmiVersion" not in variant  # GPU AMIs only on GPU instance types
     assert variant["InitialInstanceCount"] == 2
     _template(override_synth).has_resource_properties(
         "AWS::ApplicationAutoScaling::ScalableTarget", {"MinCapacity": 2, "MaxCapacity": 3})
@@ -49,7 +66,8 @@ def test_model_mounts_the_cache_prefix_uncompressed(default_synth: Synthesized) 
     assert source["CompressionType"] == "None"
     assert source["S3Uri"] == (
         "s3://${Import:KokoroTtsModelCache:ExportsOutputRefModelBucketB33D855BFE59FC6E}/" + PREFIX)
-    assert container["Environment"] == {"KOKORO_ENGINE": "torch", "KOKORO_MODEL_DIR": "/opt/ml/model"}
+    assert container["Environment"] == {"KOKORO_ENGINE": "torch", "KOKORO_MODEL_DIR": "/opt/ml/model",
+                                        "KOKORO_DEVICE": "cuda"}
     assert "ModelDataUrl" not in container
     assert model["Properties"]["EnableNetworkIsolation"] is True
     assert render(model["Properties"]["ExecutionRoleArn"]).startswith(
@@ -63,7 +81,7 @@ def test_endpoint_keeps_the_configured_name(default_synth: Synthesized) -> None:
     assert outputs["ModelName"]["Value"] == "${Model.ModelName}"
 
 
-def test_autoscaling_tracks_invocations_per_instance(default_synth: Synthesized) -> None:
+def test_autoscaling_tracks_concurrent_requests_not_invocation_starts(default_synth: Synthesized) -> None:
     template = _template(default_synth)
     template.has_resource("AWS::ApplicationAutoScaling::ScalableTarget", {
         "Properties": {
@@ -77,10 +95,13 @@ def test_autoscaling_tracks_invocations_per_instance(default_synth: Synthesized)
     template.has_resource_properties("AWS::ApplicationAutoScaling::ScalingPolicy", {
         "PolicyType": "TargetTrackingScaling",
         "TargetTrackingScalingPolicyConfiguration": Match.object_like({
-            "TargetValue": 100,
-            "PredefinedMetricSpecification": {"PredefinedMetricType": "SageMakerVariantInvocationsPerInstance"},
+            "TargetValue": 8,
+            # Long-lived streams count while open (10 s resolution), not once when they start.
+            "PredefinedMetricSpecification": {
+                "PredefinedMetricType": "SageMakerVariantConcurrentRequestsPerModelHighResolution"},
         }),
     })
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 1)
     template.resource_count_is("AWS::IAM::Role", 0)  # the service-linked role is used
 
 
@@ -110,3 +131,24 @@ def test_cpu_torch_override_warns(override_synth: Synthesized) -> None:
     assert override_synth.built.settings.warnings
     metadata = override_synth.outdir / "KokoroTtsEndpoint.metadata.json"
     assert "kokoro:engineInstanceMismatch" in metadata.read_text()
+
+
+def test_the_intermediate_deploy_of_a_type_change_has_no_autoscaling() -> None:
+    """deploy-tts's step 2 of an instance-type change (cli/scaling.py): same endpoint, no scaling."""
+    from aws_cdk import App, Stack
+    from aws_cdk import aws_iam as iam
+    from aws_cdk import aws_s3 as s3
+
+    from infra.config import DEFAULTS, Settings
+    from infra.tts_endpoint import TtsEndpointStack
+
+    settings = Settings.from_context({**DEFAULTS, "autoscaling": "false"}.get)
+    app = App()
+    support = Stack(app, "Support")
+    stack = TtsEndpointStack(app, "KokoroTtsEndpoint", settings=settings,
+                             execution_role=iam.Role.from_role_name(support, "Role", "r"),
+                             model_bucket=s3.Bucket.from_bucket_name(support, "Bucket", "model-cache-bucket"))
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalableTarget", 0)
+    template.resource_count_is("AWS::ApplicationAutoScaling::ScalingPolicy", 0)
+    template.resource_count_is("AWS::SageMaker::Endpoint", 1)

@@ -70,3 +70,11 @@ def test_outputs_reference_the_roles_and_policy(default_synth: Synthesized) -> N
     assert outputs["SageMakerRoleArn"]["Value"].startswith("${SageMakerExecutionRole")
     assert outputs["AgentRuntimeRoleArn"]["Value"].startswith("${AgentRuntimeRole")
     assert outputs["InvokePolicyArn"]["Value"].startswith("${InvokeEndpointPolicy")
+
+
+def test_bedrock_model_output_names_the_model_the_role_may_invoke() -> None:
+    # deploy-tts reads this output back and passes it on, so a TTS redeploy keeps the grant.
+    template = _foundation(bedrockModelId="amazon.nova-lite-v1:0")
+    assert template["Outputs"]["BedrockModelId"]["Value"] == "amazon.nova-lite-v1:0"
+    assert _agent_grants(template)["bedrock:InvokeModelWithResponseStream"] == {
+        "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/amazon.nova-lite-v1:0"}

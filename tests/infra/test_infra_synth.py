@@ -15,7 +15,7 @@ from infra_support import STACK_NAMES, Synthesized
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED_OUTPUTS = {
-    "KokoroTtsFoundation": {"SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn"},
+    "KokoroTtsFoundation": {"SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId"},
     "KokoroTtsModelCache": {"BucketName", "ModelPrefix", "LogBucketName"},
     "KokoroTtsEndpoint": {"EndpointName", "ModelName"},
     "KokoroAgentRuntime": {"RuntimeArn", "RuntimeId", "RuntimeName"},

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from voicestream.protocol import MAX_TEXT_CHARS
 
 SAGEMAKER_MODEL_DIR = Path("/opt/ml/model")
+_DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 
 
 class ConfigError(ValueError):
@@ -79,13 +81,16 @@ class Settings:
                 "KOKORO_MODEL_DIR: not set and /opt/ml/model does not exist; point it at a model "
                 "directory (`make tiny-model DIR=models/tiny` writes a small one)"
             )
+        device = env.get("KOKORO_DEVICE") or None
+        if device is not None and not _DEVICE.match(device):
+            raise ConfigError(f"KOKORO_DEVICE: expected cpu, cuda or cuda:N, got {device!r}")
         engine = env.get("KOKORO_ENGINE") or None
         if engine not in (None, "torch", "onnx"):
             raise ConfigError(f"KOKORO_ENGINE: expected torch or onnx, got {engine!r}")
         return cls(
             model_dir=Path(model_dir),
             engine=engine,
-            device=env.get("KOKORO_DEVICE") or None,
+            device=device,
             default_voice=env.get("KOKORO_DEFAULT_VOICE") or None,
             host=env.get("KOKORO_HOST", "127.0.0.1"),
             port=_int(env, "PORT", 8080),

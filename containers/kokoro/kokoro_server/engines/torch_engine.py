@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from kokoro import KModel
 
+from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 
@@ -25,6 +26,20 @@ REPO_ID = "hexgrad/Kokoro-82M"  # only names the architecture; nothing is downlo
 
 
 def pick_device(requested: str | None) -> str:
+    """The device to load on. An explicit ``cuda`` without a usable GPU is a start-up error.
+
+    On a GPU instance the stack sets KOKORO_DEVICE=cuda: a driver/CUDA mismatch must stop the
+    container (exit 2, /ping never answers) rather than serve 10x slower on the CPU unnoticed.
+    """
+    if requested and requested.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise ConfigError(
+                f"KOKORO_DEVICE={requested}: torch {torch.__version__} sees no usable CUDA device "
+                f"(built for CUDA {torch.version.cuda or 'none: a CPU-only build'}); refusing to fall "
+                "back to the CPU. Check the instance's GPU driver (InferenceAmiVersion) or set "
+                "KOKORO_DEVICE=cpu on purpose"
+            )
+        return requested
     if requested:
         return requested
     return "cuda" if torch.cuda.is_available() else "cpu"
