@@ -52,8 +52,9 @@ class VanishReport:
     idle_after: bool = False
 
 
-async def _read_for(ws: ClientConnection, seconds: float, report: VanishReport) -> None:
-    """Read frames for ``seconds`` (audio counted, JSON ignored); a closed socket ends it early."""
+async def _read(ws: ClientConnection, seconds: float, report: VanishReport, *, until_audio: bool = False) -> None:
+    """Read frames for ``seconds`` (audio counted, JSON ignored); with ``until_audio``, stop at the
+    first audio frame instead (the model and the encoder are then at work)."""
     deadline = time.monotonic() + seconds
     while (left := deadline - time.monotonic()) > 0:
         try:
@@ -62,19 +63,8 @@ async def _read_for(ws: ClientConnection, seconds: float, report: VanishReport) 
             return
         if isinstance(frame, bytes):
             report.audio_frames += 1
-
-
-async def _until_audio(ws: ClientConnection, report: VanishReport, *, timeout: float = 3.0) -> None:
-    """Read until the first audio frame (the model and the encoder are now at work), bounded."""
-    deadline = time.monotonic() + timeout
-    while (left := deadline - time.monotonic()) > 0:
-        try:
-            frame = await asyncio.wait_for(ws.recv(), left)
-        except (asyncio.TimeoutError, TimeoutError):
-            return
-        if isinstance(frame, bytes):
-            report.audio_frames += 1
-            return
+            if until_audio:
+                return
 
 
 async def _configure(ws: ClientConnection, rng: random.Random, report: VanishReport, *, first: bool) -> None:
@@ -95,15 +85,15 @@ async def _client(ws_url: str, rng: random.Random, report: VanishReport) -> None
         await _configure(ws, rng, report, first=True)
         await ws.send(json.dumps({"type": "speak", "text": TEXT}))
         for _ in range(rng.randint(0, 2)):  # sometimes barge in, switch format, speak again
-            await _until_audio(ws, report)
-            await _read_for(ws, rng.uniform(0.0, 0.4), report)
+            await _read(ws, 3.0, report, until_audio=True)
+            await _read(ws, rng.uniform(0.0, 0.4), report)
             await ws.send(json.dumps({"type": "cancel"}))
             report.cancels += 1
             if rng.random() < 0.7:
                 await _configure(ws, rng, report, first=False)
             await ws.send(json.dumps({"type": "speak", "text": TEXT}))
-        await _until_audio(ws, report)
-        await _read_for(ws, rng.uniform(0.0, 0.4), report)
+        await _read(ws, 3.0, report, until_audio=True)
+        await _read(ws, rng.uniform(0.0, 0.4), report)
     except Exception:  # the server went away under us: the run's liveness check says why
         report.client_errors += 1
     finally:
