@@ -5,7 +5,10 @@ only here). SageMaker relays each request payload part to the container's WebSoc
 frame when its DataType is UTF8 and as a binary frame otherwise, and marks response parts the same
 way, so the transport maps text frames to UTF8 parts and back. Credentials come from boto3's
 default chain and are re-read on every resolution, so refreshed (assumed-role, SSO) credentials
-are picked up.
+are picked up. The endpoint URL can be overridden (argument, or ``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME``
+/ ``AWS_ENDPOINT_URL`` as boto3 reads them) and ``AWS_CA_BUNDLE`` is honoured, which is how the
+local stand-in (``make sagemaker-local``) is reached; connecting waits for the endpoint's answer, so
+an unreachable endpoint or refused credentials fail at connect, not at the first message.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -34,11 +39,34 @@ log = logging.getLogger(__name__)
 
 BIDI_PORT = 8443
 _CONTROL_PREFIX = b'{"type"'  # a control frame, when the endpoint left DataType unset
+CONNECT_TIMEOUT_S = 10.0
+CLOSE_DRAIN_S = 2.0
+# What AWS answers when it refuses the caller's credentials or signature.
+_AUTH_ERRORS = frozenset({
+    "InvalidSignatureException", "UnrecognizedClientException", "IncompleteSignatureException",
+    "MissingAuthenticationTokenException", "ExpiredTokenException", "AccessDeniedException",
+    "InvalidClientTokenId", "SignatureDoesNotMatch",
+})
 
 
 def endpoint_uri(region: str) -> str:
     """SageMaker's HTTP/2 runtime: the bidi stream is served on port 8443."""
     return f"https://runtime.sagemaker.{region}.amazonaws.com:{BIDI_PORT}"
+
+
+def configured_endpoint_url(environ: dict[str, str] | None = None) -> str | None:
+    """The endpoint URL boto3 would take from the environment for sagemaker-runtime, if any."""
+    env = os.environ if environ is None else environ
+    if env.get("AWS_IGNORE_CONFIGURED_ENDPOINT_URLS", "").lower() == "true":
+        return None
+    return env.get("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME") or env.get("AWS_ENDPOINT_URL") or None
+
+
+def configured_ca_bundle(session: boto3.Session) -> str | None:
+    """``AWS_CA_BUNDLE`` or the profile's ``ca_bundle``, as boto3 resolves it."""
+    botocore_session = getattr(session, "_session", None)
+    value = botocore_session.get_config_variable("ca_bundle") if botocore_session is not None else None
+    return value or os.environ.get("AWS_CA_BUNDLE") or None
 
 
 class BotoCredentialsResolver:
@@ -85,6 +113,12 @@ class DuplexStream(Protocol):
     async def close(self) -> None: ...
 
 
+def _unmodeled_code(message: str) -> str | None:
+    """The error type of an error the SDK's model lacks: its message ends ``id: namespace#Type``."""
+    match = re.search(r"id: [\w.]+#(\w+)", message or "")
+    return match.group(1) if match else None
+
+
 def map_sdk_error(exc: BaseException, *, endpoint_name: str) -> TtsError:
     """An SDK failure as the client's typed error; ModelError keeps the container's own JSON error."""
     if isinstance(exc, TtsError):
@@ -94,9 +128,13 @@ def map_sdk_error(exc: BaseException, *, endpoint_name: str) -> TtsError:
     if isinstance(exc, InternalStreamFailure):  # the SDK's receiver raises stream errors as exceptions
         return TtsConnectionError(f"{endpoint_name}: the response stream failed: {exc.message}")
     if isinstance(exc, CallError):
+        code = str(getattr(exc, "error_code", None) or _unmodeled_code(exc.message) or type(exc).__name__)
+        status = getattr(getattr(exc, "response_metadata", None), "http_status_code", None)
+        if code in _AUTH_ERRORS or status == 403:
+            return TtsConfigError(f"{endpoint_name}: the endpoint refused the AWS credentials ({code}, HTTP "
+                                  f"{status}); check the access key, secret key, session token and region")
         if getattr(exc, "is_timeout_error", False):
             return TtsTimeoutError(f"{endpoint_name}: {exc.message or type(exc).__name__}")
-        code = getattr(exc, "error_code", None) or type(exc).__name__
         return TtsServerError(str(code), exc.message or str(exc))
     return TtsConnectionError(f"{endpoint_name}: {type(exc).__name__}: {exc}")
 
@@ -110,11 +148,12 @@ class SageMakerBidiTransport:
         stream: DuplexStream,
         endpoint_name: str,
         on_close: Callable[[], Awaitable[None]] | None = None,
+        output: OutputStream | None = None,
     ) -> None:
         self._stream = stream
         self._endpoint = endpoint_name
         self._on_close = on_close
-        self._output: OutputStream | None = None
+        self._output: OutputStream | None = output
         self._text = b""  # a UTF8 message split into PARTIAL parts
         self._closed = False
 
@@ -168,7 +207,13 @@ class SageMakerBidiTransport:
         log.debug("ignoring an unknown response event %r", event)
         return None
 
+    @staticmethod
+    async def _drain(output: OutputStream) -> None:
+        while await output.receive() is not None:
+            pass
+
     async def close(self) -> None:
+        """End our side, let the endpoint end its side, then drop the connection."""
         if self._closed:
             return
         self._closed = True
@@ -176,6 +221,8 @@ class SageMakerBidiTransport:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._stream.input_stream.close(), timeout=5.0)
             if self._output is not None:
+                with contextlib.suppress(Exception):  # the endpoint ends its side once ours has ended
+                    await asyncio.wait_for(self._drain(self._output), timeout=CLOSE_DRAIN_S)
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._output.close(), timeout=5.0)
         finally:
@@ -184,15 +231,15 @@ class SageMakerBidiTransport:
                     await self._on_close()
 
 
-def _http2_transport() -> Any:
+def _http2_transport(*, ca_bundle: str | None, connect_timeout: float) -> Any:
     try:
-        from smithy_http.aio.crt import AWSCRTHTTPClient
+        from ._crt import CaBundleCRTClient
     except ImportError:
         raise TtsConfigError(
             "the SageMaker bidirectional stream needs HTTP/2 from awscrt: "
             "pip install 'aws-sdk-sagemaker-runtime-http2[awscrt]==0.12.0'"
         ) from None
-    return AWSCRTHTTPClient()
+    return CaBundleCRTClient(ca_bundle=ca_bundle, connect_timeout_s=connect_timeout)
 
 
 async def connect_sagemaker(
@@ -205,10 +252,16 @@ async def connect_sagemaker(
     receive_timeout: float | None = 60.0,
     raise_errors: bool = True,
     client: Any | None = None,
+    endpoint_url: str | None = None,
+    ca_bundle: str | None = None,
+    connect_timeout: float = CONNECT_TIMEOUT_S,
 ) -> TtsSession:
     """Open a session with the endpoint's container over SageMaker's HTTP/2 bidirectional stream.
 
-    ``client`` replaces the SDK client (anything with ``invoke_endpoint_with_bidirectional_stream``).
+    Returns once the endpoint answered the request, so a wrong URL, a refused signature or an
+    unknown endpoint raise here. ``endpoint_url`` / ``ca_bundle`` default to the environment's
+    (``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME``, ``AWS_CA_BUNDLE``). ``client`` replaces the SDK client
+    (anything with ``invoke_endpoint_with_bidirectional_stream``).
     """
     owned: AsyncSageMakerRuntimeHTTP2Client | None = None
     if client is None:
@@ -216,24 +269,36 @@ async def connect_sagemaker(
         region = region or session.region_name
         if not region:
             raise TtsConfigError("no AWS region: pass --region or set AWS_REGION / the profile's region")
+        url = endpoint_url or configured_endpoint_url() or endpoint_uri(region)
+        if not url.startswith("https://"):
+            raise TtsConfigError(f"endpoint_url: {url!r} must be https:// (the SDK speaks HTTP/2 only over TLS)")
         config = await AsyncSageMakerRuntimeHTTP2Config.resolve(
             region=region,
-            endpoint_uri=endpoint_uri(region),
+            endpoint_uri=url,
             aws_credentials_identity_resolver=BotoCredentialsResolver(session=session),
-            transport=_http2_transport(),
+            transport=_http2_transport(ca_bundle=ca_bundle or configured_ca_bundle(session),
+                                       connect_timeout=connect_timeout),
         )
         client = owned = AsyncSageMakerRuntimeHTTP2Client(config=config)
     request = InvokeEndpointWithBidirectionalStreamInput(
         endpoint_name=endpoint_name, target_variant=target_variant, model_invocation_path=model_invocation_path
     )
+    stream: DuplexStream | None = None
     try:
         stream = await client.invoke_endpoint_with_bidirectional_stream(request)
+        _, output = await asyncio.wait_for(stream.await_output(), timeout=connect_timeout)
     except Exception as exc:
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(stream.close(), timeout=2.0)
         if owned is not None:
             with contextlib.suppress(Exception):
                 await owned.close()
+        if isinstance(exc, TimeoutError):
+            raise TtsTimeoutError(f"{endpoint_name}: no answer within {connect_timeout:.0f} s of connecting") from exc
         raise map_sdk_error(exc, endpoint_name=endpoint_name) from exc
     transport = SageMakerBidiTransport(
-        stream=stream, endpoint_name=endpoint_name, on_close=owned.close if owned is not None else None
+        stream=stream, endpoint_name=endpoint_name, on_close=owned.close if owned is not None else None,
+        output=output,
     )
     return TtsSession(transport=transport, receive_timeout=receive_timeout, raise_errors=raise_errors)
