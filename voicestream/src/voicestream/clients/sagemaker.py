@@ -88,13 +88,18 @@ class SageMakerStreamingTts:
         client: Any | None = None,
         target_variant: str | None = None,
         read_timeout: float = 120.0,
+        connect_timeout: float = 10.0,
+        endpoint_url: str | None = None,
     ) -> None:
+        """``endpoint_url`` overrides the service URL; without it boto3 reads
+        ``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`` (and ``AWS_CA_BUNDLE``) as it always does."""
         self.endpoint_name = endpoint_name
         self._target_variant = target_variant
         self._client = client
         self._client_factory: Callable[[], Any] = lambda: (session or boto3.Session()).client(
-            "sagemaker-runtime", region_name=region,
-            config=Config(read_timeout=read_timeout, retries={"mode": "standard", "max_attempts": 3}),
+            "sagemaker-runtime", region_name=region, endpoint_url=endpoint_url,
+            config=Config(read_timeout=read_timeout, connect_timeout=connect_timeout,
+                          retries={"mode": "standard", "max_attempts": 3}),
         )
         self._client_lock = threading.Lock()
 
