@@ -168,7 +168,8 @@ AudioSource = Callable[[], AsyncIterator[bytes]]
 
 
 def _source(*, text: str, url: str | None, endpoint_name: str, region: str | None, profile: str | None,
-            voice: str | None, speed: float | None, mode: Mode, rate: list[int]) -> AudioSource:
+            voice: str | None, speed: float | None, mode: Mode, rate: list[int],
+            endpoint_url: str | None = None) -> AudioSource:
     """PCM bytes from whichever target and mode was asked for. Imports and AWS setup happen here,
     before the clock starts; connecting happens in the returned generator, on the clock."""
     request = SynthesisRequest(text=text, voice=voice, speed=speed or 1.0)
@@ -190,14 +191,17 @@ def _source(*, text: str, url: str | None, endpoint_name: str, region: str | Non
         from voicestream.clients.sagemaker_bidi import connect_sagemaker
 
         async def bidi() -> AsyncIterator[bytes]:
-            session = await connect_sagemaker(endpoint_name, region=target.region, boto_session=target.session)
+            session = await connect_sagemaker(endpoint_name, region=target.region, boto_session=target.session,
+                                              endpoint_url=endpoint_url)
             async for data in _bidi_audio(session, text, voice=voice, speed=speed, rate=rate):
                 yield data
 
         return bidi
     from voicestream.clients.sagemaker import SageMakerStreamingTts
 
-    tts = SageMakerStreamingTts(endpoint_name=endpoint_name, client=target.client("sagemaker-runtime"))
+    client = (target.session.client("sagemaker-runtime", region_name=target.region, endpoint_url=endpoint_url)
+              if endpoint_url else target.client("sagemaker-runtime"))
+    tts = SageMakerStreamingTts(endpoint_name=endpoint_name, client=client)
     return lambda: tts.stream(request)
 
 
@@ -223,6 +227,9 @@ def say(
     = DEFAULT_ENDPOINT_NAME,
     region: Region = None,
     profile: Profile = None,
+    endpoint_url: Annotated[str | None, typer.Option(
+        "--endpoint-url", help="SageMaker runtime URL instead of AWS's, e.g. the stand-in's from `make "
+        "sagemaker-local` (env AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME; its CA via AWS_CA_BUNDLE).")] = None,
     voice: Annotated[str | None, typer.Option("--voice", help="Voice (default: the server's).")] = None,
     speed: Annotated[float | None, typer.Option("--speed", help="Speaking rate, 0.5-2.0.")] = None,
     mode: Annotated[Mode, typer.Option("--mode", help="bidi: pipelined sentences over one session; "
@@ -233,12 +240,14 @@ def say(
     """Speak TEXT and report time to first audio and the real-time factor."""
     with cli_errors():
         spoken = read_text(text)
-        where = url or f"endpoint {endpoint_name}"
+        if url is not None and endpoint_url is not None:
+            raise CliError("Pass --url (a local server) or --endpoint-url (a SageMaker runtime), not both.")
+        where = url or f"endpoint {endpoint_name}" + (f" at {endpoint_url}" if endpoint_url else "")
         player = Player.find(rate=NATIVE_SAMPLE_RATE) if play else None
         rate = [NATIVE_SAMPLE_RATE]
         pcm = bytearray()
         source = _source(text=spoken, url=url, endpoint_name=endpoint_name, region=region, profile=profile,
-                         voice=voice, speed=speed, mode=mode, rate=rate)
+                         voice=voice, speed=speed, mode=mode, rate=rate, endpoint_url=endpoint_url)
         timing = Timing(started=time.perf_counter())
 
         async def run() -> None:
