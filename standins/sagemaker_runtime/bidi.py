@@ -34,6 +34,9 @@ CONNECT_TIMEOUT_S = 5.0
 PING_INTERVAL_S = 60.0  # SageMaker pings the container every 60 s ...
 PING_TIMEOUT_S = 300.0  # ... and gives up after five missed pongs
 MAX_FRAME_BYTES = 16 * 1024 * 1024
+# hypercorn 0.18 drops a stream once its response ended and then fails the whole connection on that
+# stream's late request DATA, so the response stays open (this long at most) until the request ends.
+CLIENT_END_WAIT_S = 5.0
 
 
 class BidiRelay:
@@ -64,6 +67,9 @@ class BidiRelay:
         try:
             while (chunk := await outcome.get()) is not None:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
+            if not up.done():  # the container ended first: let the client end its side before ours
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(up), timeout=CLIENT_END_WAIT_S)
         finally:
             for task in (up, down):
                 task.cancel()

@@ -199,3 +199,19 @@ def test_the_aws_samples_message_shape_over_raw_payload_parts(aws_env: SageMaker
     audio = [data for kind, data in parts if kind == "BINARY"]
     assert audio and sum(len(a) for a in audio) == texts[1]["bytes"]
     # the container closed after {"type": "close"}: the response stream simply ended (no error event)
+
+
+def test_closing_a_session_ends_both_sides_cleanly(aws_env: SageMakerLocal) -> None:
+    """``close`` makes the container end first; the client's end of stream still lands on an open stream."""
+    seen = len(aws_env.output)
+
+    async def body() -> None:
+        for _ in range(3):
+            session = await connect_sagemaker(aws_env.endpoint_name)
+            await session.configure()
+            await session.close()
+        await asyncio.sleep(1.0)  # let the stand-in log whatever the closes caused
+
+    run(body())
+    new = "\n".join(aws_env.output[seen:])
+    assert "Traceback" not in new and "Error" not in new, new
