@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from . import sagemaker_relay
 from .measure import CODECS, Trace, spread
 
 SCHEMA_VERSION = 1
@@ -123,6 +124,7 @@ def build(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         "speedup_bidi_vs_batch": _r(speedup, 2),
         "server_overhead_ms": overhead,
         "server_overhead_in_scenario_ms": in_scenario,
+        "sagemaker_relay_ms": sagemaker_relay.summarize(raw.get("sagemaker_relay")),
         "engine_first_fragment_ms": spread([p["synthesis_ms"] for p in probes]),
         "engine_rtf": _engine_rtf(probes),
         "concurrency": concurrency,
@@ -240,6 +242,7 @@ def markdown(results: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
         f"| dedicated probes | {o.get('p50')} | {o.get('p95')} | {o.get('min')} | {o.get('max')} | {o.get('n')} |",
         f"| bidi scenario runs | {oi.get('p50')} | {oi.get('p95')} | {oi.get('min')} | {oi.get('max')} | {oi.get('n')} |",
+        *sagemaker_relay.markdown(results.get("sagemaker_relay_ms")),
         "",
         f"## Concurrency ladder (bidi scenario, first {results['ladder_scenario']['paragraphs']} paragraph(s), "
         "all sessions start together)",

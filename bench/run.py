@@ -39,7 +39,7 @@ from typing import Any
 
 import httpx
 
-from . import measure, report
+from . import measure, report, sagemaker_relay
 from .codecs import codec_binary, codec_sse
 from .models import ModelChoice, choose_model, classify_model_dir, kokoro_python
 from .chunker_bench import measure as chunker_measure
@@ -195,6 +195,10 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
                 break
             probes.extend(await measure.probe_overhead(target, first_fragment, 1))
         raw["overhead_probes"] = probes
+        await settle()
+
+        log(f"SageMaker relay: {plan.probes} paired rounds through the stand-in")
+        raw["sagemaker_relay"] = await sagemaker_relay.measure(target, first_fragment, rounds=plan.probes)
         await settle()
 
         # TTFA and total time: round 0.. are full runs, the rest stop at the first audio.

@@ -34,7 +34,7 @@ def test_say_through_the_stand_in_writes_the_same_audio_as_the_server(
     standin_env: SageMakerLocal, tmp_path: Path, mode: str
 ) -> None:
     local, remote = tmp_path / "local.wav", tmp_path / "remote.wav"
-    direct = runner.invoke(deploy_tts.app, ["say", "Hello there.", "--url", standin_env_container(standin_env),
+    direct = runner.invoke(deploy_tts.app, ["say", "Hello there.", "--url", standin_env.container_url,
                                             "--mode", mode, "--out", str(local)])
     assert direct.exit_code == 0, direct.output
     result = runner.invoke(deploy_tts.app, ["say", "Hello there.", "--endpoint-url", standin_env.endpoint_url,
@@ -54,7 +54,3 @@ def test_wrong_secret_through_the_stand_in_is_one_clear_line(
     assert result.exit_code == 1
     assert result.output.startswith("Error:") and "refused the AWS credentials" in result.output
 
-
-def standin_env_container(standin: SageMakerLocal) -> str:
-    line = next(line for line in standin.output if line.startswith("container_url="))
-    return line.partition("=")[2]

@@ -1,0 +1,108 @@
+"""What SageMaker's HTTP/2 relay adds to time to first audio: bidi through the stand-in vs direct.
+
+The stand-in (standins/sagemaker_runtime, started here in front of the benchmarked server) plays
+SageMaker's part on this machine: TLS, HTTP/2, the AWS event stream, SigV4 on every event, the hop
+to the container's WebSocket. Each round sends the same first fragment once directly over the
+WebSocket and once through the real HTTP/2 SDK (``connect_sagemaker``), alternating which goes
+first; both sessions are opened before timing. The difference is the relay's cost on loopback,
+not AWS's network or its real relay, which only a deployed endpoint can measure.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import boto3
+
+from standins.sagemaker_runtime.launch import StandInProcess
+from voicestream.clients import AudioChunk, TtsSession, UtteranceEnd
+from voicestream.clients.sagemaker_bidi import connect_sagemaker
+
+from .measure import FIRST_AUDIO_TIMEOUT_S, BenchError, Target, close_ws, open_ws, spread
+
+ACCESS_KEY_ID = "AKIABENCHSTANDIN0001"
+SECRET_ACCESS_KEY = "bench-stand-in-secret"
+REPO = Path(__file__).resolve().parent.parent
+
+
+async def _direct(ws: Any, text: str, uid: str) -> float:
+    sent = time.perf_counter()
+    await ws.send(json.dumps({"type": "speak", "id": uid, "text": text}))
+    first: float | None = None
+    while True:
+        message = await ws.recv()
+        if isinstance(message, bytes):
+            first = first if first is not None else time.perf_counter()
+        elif json.loads(message).get("type") == "utterance_end":
+            if first is None:
+                raise BenchError("direct: utterance_end without audio")
+            return (first - sent) * 1000
+
+
+async def _relayed(session: TtsSession, text: str, uid: str) -> float:
+    sent = time.perf_counter()
+    await session.speak(text, id=uid)
+    first: float | None = None
+    async for event in session.events():
+        if isinstance(event, AudioChunk) and first is None:
+            first = time.perf_counter()
+        if isinstance(event, UtteranceEnd):
+            if first is None:
+                raise BenchError("relayed: utterance_end without audio")
+            return (first - sent) * 1000
+    raise BenchError("relayed: the session ended")
+
+
+async def measure(target: Target, text: str, *, rounds: int) -> dict[str, Any]:
+    """Paired TTFA samples (ms): direct WebSocket and bidi through the stand-in, plus their differences."""
+    with tempfile.TemporaryDirectory(prefix="bench-sagemaker-local-") as state:
+        standin = StandInProcess(container_url=target.base_url, state_dir=Path(state), cwd=REPO,
+                                 access_key_id=ACCESS_KEY_ID, secret_access_key=SECRET_ACCESS_KEY)
+        info = standin.start()
+        session: TtsSession | None = None
+        ws = await open_ws(target)
+        try:
+            boto = boto3.Session(aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY,
+                                 region_name=info.region)
+            session = await connect_sagemaker(info.endpoint_name, boto_session=boto, endpoint_url=info.endpoint_url,
+                                              ca_bundle=info.ca_bundle, receive_timeout=FIRST_AUDIO_TIMEOUT_S)
+            await session.configure()
+            direct: list[float] = []
+            relayed: list[float] = []
+            for i in range(rounds + 1):  # round 0 warms both paths and is dropped
+                if i % 2:
+                    d, r = await _direct(ws, text, f"d{i}"), await _relayed(session, text, f"r{i}")
+                else:
+                    r, d = await _relayed(session, text, f"r{i}"), await _direct(ws, text, f"d{i}")
+                if i:
+                    direct.append(d)
+                    relayed.append(r)
+        finally:
+            if session is not None:
+                await session.close()
+            await close_ws(ws)
+            standin.stop()
+    return {"direct_ms": direct, "relayed_ms": relayed, "added_ms": [r - d for r, d in zip(relayed, direct)]}
+
+
+def summarize(raw: dict[str, Any] | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    return {name: spread(raw[f"{name}_ms"], digits=2) for name in ("direct", "relayed", "added")}
+
+
+def markdown(summary: dict[str, Any] | None) -> list[str]:
+    if not summary:
+        return []
+    rows = [("direct WebSocket", summary["direct"]), ("bidi via the SageMaker stand-in (HTTP/2 SDK)", summary["relayed"]),
+            ("added by the relay (paired)", summary["added"])]
+    return ["", "## SageMaker HTTP/2 relay (stand-in on loopback, first fragment, TTFA from the send)", "",
+            "| path | p50 ms | p95 ms | min | max | n |", "|---|---|---|---|---|---|",
+            *[f"| {name} | {s.get('p50')} | {s.get('p95')} | {s.get('min')} | {s.get('max')} | {s.get('n')} |"
+              for name, s in rows],
+            "", "The stand-in is ours (TLS, HTTP/2, event stream, SigV4, WebSocket hop on this machine): AWS's own "
+            "relay and network are only measured against a deployed endpoint."]
