@@ -242,6 +242,24 @@ def _http2_transport(*, ca_bundle: str | None, connect_timeout: float) -> Any:
     return CaBundleCRTClient(ca_bundle=ca_bundle, connect_timeout_s=connect_timeout)
 
 
+async def _abandon(stream: DuplexStream | None, owned: AsyncSageMakerRuntimeHTTP2Client | None) -> None:
+    """Drop a stream that never opened: our own client's connections, or the given client's stream."""
+    if owned is not None:
+        with contextlib.suppress(Exception):
+            await owned.close()
+        return
+    if stream is None:
+        return
+    try:
+        await asyncio.wait_for(stream.close(), timeout=2.0)
+    except asyncio.CancelledError:  # its output future was cancelled by the connect timeout
+        task = asyncio.current_task()
+        if task is not None and task.cancelling():
+            raise
+    except Exception:  # noqa: BLE001 - the connect error is the one worth raising
+        pass
+
+
 async def connect_sagemaker(
     endpoint_name: str,
     *,
@@ -288,12 +306,7 @@ async def connect_sagemaker(
         stream = await client.invoke_endpoint_with_bidirectional_stream(request)
         _, output = await asyncio.wait_for(stream.await_output(), timeout=connect_timeout)
     except Exception as exc:
-        if stream is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(stream.close(), timeout=2.0)
-        if owned is not None:
-            with contextlib.suppress(Exception):
-                await owned.close()
+        await _abandon(stream, owned)
         if isinstance(exc, TimeoutError):
             raise TtsTimeoutError(f"{endpoint_name}: no answer within {connect_timeout:.0f} s of connecting") from exc
         raise map_sdk_error(exc, endpoint_name=endpoint_name) from exc
