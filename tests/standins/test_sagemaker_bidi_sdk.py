@@ -215,3 +215,10 @@ def test_closing_a_session_ends_both_sides_cleanly(aws_env: SageMakerLocal) -> N
     run(body())
     new = "\n".join(aws_env.output[seen:])
     assert "Traceback" not in new and "Error" not in new, new
+
+
+def test_a_container_that_refuses_the_websocket_fails_at_connect_as_a_model_error(aws_env: SageMakerLocal) -> None:
+    """X-Amzn-SageMaker-Model-Invocation-Path picks the container's path; nothing serves this one."""
+    with pytest.raises(TtsServerError) as refused:
+        run(connect_sagemaker(aws_env.endpoint_name, model_invocation_path="no-such-path"), timeout=30)
+    assert refused.value.code == "ModelError" and "/no-such-path" in refused.value.message
