@@ -80,7 +80,7 @@ class BidiRelay:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _client_to_container(self, receive: Receive, ws: Any, out: asyncio.Queue[bytes | None]) -> None:
-        reader = BodyReader(receive)
+        reader = BodyReader(receive=receive)
         text = bytearray()
         try:
             while (envelope := await Event.decode_async(reader)) is not None:

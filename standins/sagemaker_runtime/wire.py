@@ -38,7 +38,7 @@ class WireError(Exception):
 class BodyReader:
     """An ASGI request body as the exact-size async ``read`` the event-stream decoder wants."""
 
-    def __init__(self, receive: Receive) -> None:
+    def __init__(self, *, receive: Receive) -> None:
         self._receive = receive
         self._buffer = bytearray()
         self._ended = False
