@@ -74,7 +74,7 @@ def test_quick_run_writes_every_output(quick_results: dict[str, Any]) -> None:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
     assert (out / "README.md").read_text() == "kept\n"
     assert "| batch |" in (out / "latest.md").read_text()
-    assert "| added by the relay (paired) |" in (out / "latest.md").read_text()
+    assert "| added by the relay (paired overhead difference) |" in (out / "latest.md").read_text()
     traces = json.loads((out / "traces.json").read_text())
     for mode in MODES:
         full = [t for t in traces["traces"][mode] if t["full"]]
@@ -108,7 +108,7 @@ def test_latest_json_has_the_documented_shape(quick_results: dict[str, Any]) -> 
     assert data["model"]["real_weights"] is False  # the tiny model: said so in the output
     assert data["repeats"] >= 1 and data["quick"] is True
     relay = data["sagemaker_relay_ms"]  # bidi through the SageMaker stand-in vs the direct WebSocket
-    assert relay["direct"]["n"] == relay["relayed"]["n"] == relay["added"]["n"] >= 2
+    assert relay["direct_ttfa"]["n"] == relay["relayed_ttfa"]["n"] == relay["added"]["n"] >= 2
     assert len(data["targets"]) == 4 and all(isinstance(t["met"], bool) for t in data["targets"])
     # Derived numbers agree with what they are derived from (rounding aside).
     ttfa = data["ttfa_ms"]
