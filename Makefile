@@ -17,7 +17,7 @@ VOICES ?=
 SM_PORT ?= 8443
 SM_ENDPOINT_NAME ?= kokoro-tts
 # The stand-in accepts only these (local, made-up) credentials; clients must sign with the same.
-SM_ACCESS_KEY_ID ?= AKIASAGEMAKERLOCAL01
+SM_ACCESS_KEY_ID ?= SAGEMAKERLOCALKEYID
 SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check

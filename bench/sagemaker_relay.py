@@ -24,7 +24,7 @@ from voicestream.clients.sagemaker_bidi import connect_sagemaker
 
 from .measure import FIRST_AUDIO_TIMEOUT_S, BenchError, Target, close_ws, open_ws, spread
 
-ACCESS_KEY_ID = "AKIABENCHSTANDIN0001"
+ACCESS_KEY_ID = "BENCHSTANDINKEYID"
 SECRET_ACCESS_KEY = "bench-stand-in-secret"
 REPO = Path(__file__).resolve().parent.parent
 

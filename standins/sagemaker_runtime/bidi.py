@@ -34,9 +34,16 @@ CONNECT_TIMEOUT_S = 5.0
 PING_INTERVAL_S = 60.0  # SageMaker pings the container every 60 s ...
 PING_TIMEOUT_S = 300.0  # ... and gives up after five missed pongs
 MAX_FRAME_BYTES = 16 * 1024 * 1024
-# hypercorn 0.18 drops a stream once its response ended and then fails the whole connection on that
-# stream's late request DATA, so the response stays open (this long at most) until the request ends.
-CLIENT_END_WAIT_S = 5.0
+# When the container ends first, the response stays open this long for the client to end its request
+# too (how long SageMaker waits is not documented): a client that closes on the container's close
+# then ends both sides cleanly. Late request DATA is dropped either way (h2_late_data.py).
+CLIENT_END_WAIT_S = 2.0
+
+
+async def _send_frame(ws: Any, frame: str | bytes) -> None:
+    """One frame to the container; once it has gone, later frames are dropped (the other side reports it)."""
+    with contextlib.suppress(ConnectionClosed):
+        await ws.send(frame)
 
 
 class BidiRelay:
@@ -80,14 +87,18 @@ class BidiRelay:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _client_to_container(self, receive: Receive, ws: Any, out: asyncio.Queue[bytes | None]) -> None:
+        """Verify, decode and relay each request event until the client's signed end of stream.
+
+        Reading goes on after the container has gone (its frames are dropped) or after a bad event
+        (the body is drained), so the request always ends before the response does (see
+        CLIENT_END_WAIT_S)."""
         reader = BodyReader(receive=receive)
         text = bytearray()
         try:
             while (envelope := await Event.decode_async(reader)) is not None:
                 inner = self._chain.verify(envelope.message)
-                if not inner:  # the client's signed end of stream: wait for END_STREAM before answering it
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(reader.read(-1), timeout=2.0)
+                if not inner:  # the client's signed end of stream
+                    await reader.drain(timeout=CLIENT_END_WAIT_S)
                     break
                 part = decode_request_part(inner)
                 data = part.bytes_ or b""
@@ -95,16 +106,16 @@ class BidiRelay:
                     text += data
                     if part.completion_state == "PARTIAL":
                         continue
-                    await ws.send(text.decode("utf-8"))
+                    await _send_frame(ws, text.decode("utf-8"))
                     text.clear()
                 else:
-                    await ws.send(data)
+                    await _send_frame(ws, data)
         except AuthError as exc:
             await out.put(internal_stream_failure(f"{exc.code}: {exc.message}"))
+            await reader.drain(timeout=CLIENT_END_WAIT_S)
         except (WireError, UnicodeDecodeError) as exc:
             await out.put(internal_stream_failure(f"InputValidationError: {exc}"))
-        except ConnectionClosed:
-            return  # the other task reports the container's close
+            await reader.drain(timeout=CLIENT_END_WAIT_S)
         except Exception as exc:  # noqa: BLE001 - a broken request body ends this stream only
             log.info("request stream ended: %s: %s", type(exc).__name__, exc)
         if reader.disconnected:

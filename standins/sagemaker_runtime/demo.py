@@ -20,7 +20,7 @@ from pathlib import Path
 from voice_agent.demo import stop, wait_ready
 
 READY_TIMEOUT_S = 240.0
-ACCESS_KEY_ID = "AKIASAGEMAKERLOCAL01"
+ACCESS_KEY_ID = "SAGEMAKERLOCALKEYID"
 SECRET_ACCESS_KEY = "sagemaker-local-secret"
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from hypercorn.asyncio import serve
 from hypercorn.config import Config
 
+from . import h2_late_data
 from .app import SageMakerRuntimeApp
 from .settings import StandInSettings
 from .tls import TlsFiles, make_tls_files
@@ -44,6 +45,7 @@ def bind(settings: StandInSettings) -> socket.socket:
 async def run(*, settings: StandInSettings, state_dir: Path, shutdown: asyncio.Event,
               on_ready: Callable[[Listening], None]) -> None:
     """Serve until ``shutdown`` is set; ``on_ready`` hears the address once the socket listens."""
+    h2_late_data.install()
     tls: TlsFiles = make_tls_files(state_dir)
     sock = bind(settings)
     config = Config()

@@ -10,6 +10,8 @@ sagemaker-runtime model, so it shares the encoder. Errors are restJson1 bodies w
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import io
 import json
 from collections.abc import Awaitable, Callable
@@ -56,6 +58,17 @@ class BodyReader:
         data = bytes(self._buffer[:size])
         del self._buffer[:size]
         return data
+
+    async def drain(self, *, timeout: float) -> None:
+        """Read and drop the rest of the body (at most ``timeout`` seconds), keeping nothing."""
+        async def discard() -> None:
+            while not self._ended:
+                self._buffer.clear()
+                await self.read(64 * 1024)
+            self._buffer.clear()
+
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(discard(), timeout=timeout)
 
 
 def decode_request_part(inner: bytes) -> RequestPayloadPart:
