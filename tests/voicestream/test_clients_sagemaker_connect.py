@@ -15,6 +15,10 @@ from voicestream.clients import TtsConfigError, TtsConnectionError, TtsTimeoutEr
 from voicestream.clients._crt import CaBundleCRTClient
 from voicestream.clients.sagemaker_bidi import configured_endpoint_url
 
+# awscrt 0.32 sets an exception on a connect future we cancelled (the silent peer's), from its own
+# thread and later, so the warning lands on whichever test runs then
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
 
 @pytest.fixture(autouse=True)
 def fake_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -40,8 +44,6 @@ def test_a_closed_port_fails_at_connect_not_at_the_first_message() -> None:
     assert time.monotonic() - started < 30
 
 
-# awscrt 0.32 sets an exception on the connect future we cancelled, from its own thread, later
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
 def test_a_peer_that_never_answers_times_out_at_connect() -> None:
     with socket.socket() as silent:  # accepts TCP (the backlog does), never speaks TLS
         silent.bind(("127.0.0.1", 0))
