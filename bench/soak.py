@@ -34,12 +34,11 @@ import contextlib
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +47,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 from bench.vanish import holds, vanish
+from voicestream.launch import KokoroProcess, LaunchError, build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = ["Hello there.", "Yes, of course.", "The weather is fine.", "Good morning to you.", "Thanks a lot."]
@@ -214,7 +214,7 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
         half = len(samples) // 2
         first_half_peak = max(samples[:half] or [rss_warm])
         second_half_peak = max(samples[half:] or [rss_end])
-        result = {
+        result: dict[str, Any] = {
             "sessions": sessions, "turns": turns, "cancel_rate": cancel_rate, "seed": seed,
             "elapsed_s": round(elapsed, 1),
             "max_concurrent_sessions": max_sessions_seen,
@@ -254,41 +254,21 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
     return result
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
-def _server(model_dir: Path | None, python: str) -> Any:
+def _server(model_dir: Path | None, python: str) -> Iterator[tuple[str, int]]:
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         if model_dir is None:
-            model_dir = Path(tmp) / "tiny"
-            subprocess.run([python, "-m", "kokoro_server.tiny_model", str(model_dir)], check=True,
-                           capture_output=True, timeout=600)
-        port = _free_port()
-        log = open(Path(tmp) / "server.log", "wb")
-        process = subprocess.Popen([python, "-m", "kokoro_server", "serve", "--model-dir", str(model_dir),
-                                    "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "KOKORO_MAX_SESSIONS": "256"})
+            model_dir = build_tiny_model(Path(tmp) / "tiny", python=python)
+        server = KokoroProcess(model_dir=model_dir, python=python, log_path=Path(tmp) / "server.log",
+                               env={"KOKORO_MAX_SESSIONS": "256"})
         try:
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                if process.poll() is not None:
-                    raise SystemExit(f"soak: the server exited:\n{(Path(tmp) / 'server.log').read_text()[-3000:]}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=2, trust_env=False).status_code == 200:
-                        break
-                time.sleep(0.3)
-            yield f"http://127.0.0.1:{port}", process.pid
+            server.start(timeout_s=300)
+        except LaunchError as error:
+            raise SystemExit(f"soak: {error}") from None
+        try:
+            yield server.url, server.pid
         finally:
-            process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=15)
-            if process.poll() is None:
-                process.kill()
-            log.close()
+            server.stop()
 
 
 async def soak_then_vanish(*, http_url: str, pid: int, vanish_seconds: float, **options: Any) -> dict[str, Any]:

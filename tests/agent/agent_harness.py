@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from kokoro_server_fixture import KokoroServer
 import uvicorn
 
 from voice_agent.app import create_app
@@ -23,11 +23,6 @@ from voice_agent.config import AgentConfig
 from voice_agent.models import ScriptedModel
 from voice_agent.speaking import TtsConnector
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT / "tests") not in sys.path:  # the shared Kokoro server fixture lives in tests/
-    sys.path.insert(0, str(ROOT / "tests"))
-
-from kokoro_server_fixture import KokoroServer, kokoro_server  # noqa: E402,F401 (pytest fixture)
 
 # Short answers keep the tiny model's CPU synthesis (about a second a sentence) cheap. The first
 # piece is an early fragment (five words, then a comma), then two whole sentences.
@@ -120,3 +115,29 @@ def agent(tts_url: str) -> Iterator[RunningAgent]:
     with serve_agent(tts_url=tts_url) as running:
         yield running
 
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright import sync_api
+
+    # A prerequisite (README, "Set up"), not an optional extra: fail loudly rather than skip.
+    assert shutil.which(CHROMIUM), "Debian chromium is not installed: apt-get install -y chromium"
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def stats(page: Any) -> dict[str, Any]:
+    value: dict[str, Any] = page.evaluate("() => JSON.parse(JSON.stringify(window.__voiceStats))")
+    return value

@@ -18,7 +18,7 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from conftest import Server, start_server
+from kokoro_harness import Server, start_server
 from wsclient import collect, connect, of_type, receive, send
 
 pytestmark = pytest.mark.kokoro

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from bench.soak import soak
-from conftest import Server, start_server
+from kokoro_harness import Server, start_server
 
 pytestmark = pytest.mark.kokoro
 

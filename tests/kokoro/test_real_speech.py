@@ -138,7 +138,7 @@ def test_speed_changes_the_duration_in_the_right_direction():
 
 @pytest.fixture(scope="module")
 def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    from conftest import start_server  # the shared launcher: the container's own command line
+    from kokoro_harness import start_server  # the shared launcher: the container's own command line
 
     model_dir = ra.packaged_dir()
     server = start_server(model_dir, tmp_path_factory.mktemp("real-server") / "server.log",

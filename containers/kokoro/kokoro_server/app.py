@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -55,6 +56,9 @@ async def ping(request: Request) -> JSONResponse:
         "busy": state.sessions >= settings.max_sessions,  # new sessions are refused with 1013
         "queued": scheduler.queued,
         "running": scheduler.running,
+        # model jobs that finished for a session or request that no longer exists: at most one per
+        # client that left while its job was on the model (tests/kokoro/test_hardening_vanish.py)
+        "orphaned_jobs": scheduler.orphaned,
         "tasks": len(asyncio.all_tasks()),  # asyncio tasks alive in the server: a leak shows here
     })
 
@@ -105,7 +109,8 @@ def websocket_protocol() -> type | str:
 
     class AbortableWebSocketProtocol(WebSocketsSansIOProtocol):
         async def run_asgi(self) -> None:
-            self.scope.setdefault("extensions", {})[ABORT_EXTENSION] = self.transport.abort
+            extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
+            extensions[ABORT_EXTENSION] = self.transport.abort
             await super().run_asgi()
 
     return AbortableWebSocketProtocol
