@@ -87,6 +87,10 @@ class Session:
             self._synth.scheduler.forget_owner(self)  # the owner of its model jobs (Turns)
             await asyncio.gather(reader, speaker, writer, return_exceptions=True)
 
+    def held_bytes(self) -> int:
+        """Outgoing bytes held for this client now (bounded: outbox.HELD_BYTES_MAX)."""
+        return self._outbox.held_bytes()
+
     def _busy(self) -> bool:
         """Something is still to be spoken or sent: the session is not idle."""
         return self._turns.busy() or self._outbox.pending()
