@@ -3,6 +3,7 @@ session) and the real agent app on 127.0.0.1 with the offline scripted model, fa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -68,10 +69,24 @@ def tts_idle(tts_url: str) -> bool:
     return bool(state["sessions"] == 0 and state["queued"] == 0 and state["running"] == 0)
 
 
+def fd_count() -> int:
+    """File descriptors open in this process (the agent runs in it, in a thread)."""
+    return len(os.listdir("/proc/self/fd"))
+
+
 @dataclass(kw_only=True)
 class RunningAgent:
     url: str
     app: Any
+    loop: asyncio.AbstractEventLoop  # the agent server's event loop (its thread's)
+
+    def tasks(self) -> int:
+        """asyncio tasks alive on the agent's loop now (counted there, the counting task included)."""
+
+        async def count() -> int:
+            return len(asyncio.all_tasks())
+
+        return asyncio.run_coroutine_threadsafe(count(), self.loop).result(timeout=10)
 
     @property
     def ws_url(self) -> str:
@@ -104,7 +119,7 @@ def serve_agent(*, tts_url: str | None, answer: str = ANSWER, token_ms: tuple[in
     if not poll(lambda: server.started or not thread.is_alive(), timeout=30):
         raise RuntimeError("the agent did not start")
     try:
-        yield RunningAgent(url=f"http://127.0.0.1:{port}", app=app)
+        yield RunningAgent(url=f"http://127.0.0.1:{port}", app=app, loop=server.servers[0].get_loop())
     finally:
         server.should_exit = True
         thread.join(timeout=15)

@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
-from agent_harness import ANSWER, RunningAgent, free_port, poll, serve_agent, tts_idle
+from agent_harness import ANSWER, RunningAgent, fd_count, free_port, poll, serve_agent, tts_idle
 from agent_wire import TurnLog, ws_open, ws_read_turn, ws_read_until_audio, ws_turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -82,10 +82,15 @@ def is_prompt(raw: str | bytes) -> bool:
 
 @pytest.fixture(scope="module")
 def live(agent: RunningAgent) -> Iterator[Any]:
+    assert poll(agent.idle), agent.running()
+    tasks_before, fds_before = agent.tasks(), fd_count()
     ws, _ = ws_open(agent.ws_url)
     yield ws
     ws.close()
     assert poll(agent.idle), agent.running()
+    # what the hostile frames cost is gone: the agent's asyncio tasks and this process's descriptors
+    assert poll(lambda: agent.tasks() <= tasks_before), (agent.tasks(), tasks_before)
+    assert poll(lambda: fd_count() <= fds_before), (fd_count(), fds_before)
     assert httpx.get(f"{agent.url}/ping", timeout=5).json()["status"] == "Healthy"
 
 

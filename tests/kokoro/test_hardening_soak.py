@@ -31,4 +31,6 @@ def test_32_sessions_with_random_cancels_cross_nothing_and_leak_nothing(roomy: S
     print(json.dumps(result))
     assert result["problems"] == []
     assert result["turns_done"] == 64 and result["cancels"] > 0 and result["utterances"] > 0
+    # every finished utterance's audio is byte for byte its text rendered alone
+    assert result["audio_verified"] == result["utterances"]
     assert result["max_concurrent_sessions"] >= 16  # they really ran side by side
