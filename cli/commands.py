@@ -5,8 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import typer
+
 from cli.aws import AwsTarget, CliError, caller_identity, make_target
 from cli.teardown import plan_teardown, render_plan, run_teardown
+
+
+def command_app(*, name: str, help: str) -> typer.Typer:
+    """A `deploy-*` command group: help when called bare, errors printed by cli_errors, not typer."""
+    return typer.Typer(name=name, help=help, no_args_is_help=True, add_completion=False,
+                       pretty_exceptions_enable=False)
 
 
 def connect(*, region: str | None, profile: str | None) -> tuple[AwsTarget, dict[str, str]]:

@@ -25,3 +25,13 @@ def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
     running = start_server(tiny_model, tmp_path_factory.mktemp("server") / "server.log")
     yield running
     running.stop()
+
+
+@pytest.fixture(scope="module")
+def own_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """A server for one test module alone (tiny model, no warm-up): its figures (RSS, descriptors,
+    tasks) are its own, and if it crashes no other module loses its server."""
+    running = start_server(tiny_model, tmp_path_factory.mktemp("own-server") / "server.log",
+                           env={"KOKORO_WARMUP": "0"})
+    yield running
+    running.stop()

@@ -8,26 +8,16 @@ runs of bench.vanish). ``make soak`` runs the long version (bench/results/soak.j
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from bench.vanish import holds, vanish
-from kokoro_harness import Server, start_server
+from kokoro_harness import Server
 
 pytestmark = pytest.mark.kokoro
 
 ROUNDS = 10
 SESSIONS = 8
-
-
-@pytest.fixture(scope="module")
-def own_server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = start_server(tiny_model, tmp_path_factory.mktemp("vanish") / "server.log",
-                           env={"KOKORO_WARMUP": "0"})
-    yield running
-    running.stop()
 
 
 def test_clients_vanishing_mid_encode_never_crash_the_server(own_server: Server) -> None:
