@@ -39,9 +39,12 @@ def teardown_stacks(
     yes: bool,
     ask: Callable[[str], bool],
     timeout_s: float,
+    remove_buckets: bool = False,
+    log_groups: Sequence[str] = (),
 ) -> list[str]:
     """Plan the deletion, show the plan, then confirm (unless ``yes``) and carry it out."""
     plan = plan_teardown(target=target, delete_order=delete_order, empty_buckets_of=empty_buckets_of,
-                         app_stacks=app_stacks, with_images=with_images)
+                         app_stacks=app_stacks, with_images=with_images, remove_buckets=remove_buckets,
+                         log_groups=log_groups)
     render_plan(plan, with_images=with_images)
     return run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else ask, timeout_s=timeout_s)
