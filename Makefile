@@ -22,7 +22,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: install system-packages test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench soak clean help
+.PHONY: install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench soak clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -44,12 +44,18 @@ $(KVENV)/.installed: containers/kokoro/requirements.txt containers/kokoro/requir
 	$(KVENV)/bin/pip install $(PIP_QUIET) --no-deps -e ./voicestream -e ./containers/kokoro ./containers/kokoro/g2p_offline/en_core_web_sm
 	touch $@
 
-test: test-kokoro test-tooling ## run every test, offline
+test: lint test-kokoro test-tooling ## lint, types, then every test, offline
+
+lint: $(VENV)/.installed ## ruff (defects, not style) and mypy (strict for voicestream); rules in pyproject.toml
+	@echo "lint: ruff check ([tool.ruff.lint] in pyproject.toml; 'ruff rule CODE' explains a finding)"
+	@$(VENV)/bin/ruff check --output-format concise .
+	@echo "lint: mypy ([tool.mypy] in pyproject.toml; strict for voicestream, normal elsewhere)"
+	@$(VENV)/bin/mypy
 
 test-kokoro: $(KVENV)/.installed
 	$(KVENV)/bin/python -m pytest tests/kokoro -q
 
-test-tooling: $(VENV)/.installed
+test-tooling: $(VENV)/.installed $(KVENV)/.installed ## the live tests start a real Kokoro server from .venv-kokoro
 	$(VENV)/bin/python -m pytest tests --ignore=tests/kokoro -q
 
 serve: $(KVENV)/.installed ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_DIR (default: the real model, MODEL_DIR)

@@ -323,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
                 threads_probe = start_torch_threads_probe(python)
             out.mkdir(parents=True, exist_ok=True)
             log_path = Path(tempfile.gettempdir()) / f"bench-kokoro-{os.getpid()}.log"
-            server = ServerProcess(python=python, model_dir=choice.dir, log_path=log_path, env_overrides=env)
+            server = ServerProcess(python=python, model_dir=choice.dir, log_path=log_path, env=env)
             log(f"starting the Kokoro server on {choice.dir} ({choice.kind})")
             server.start()
             start_s = server.started_s
@@ -341,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
-            if failed is False:
+            if failed is False and server.log_path is not None:
                 server.log_path.unlink(missing_ok=True)  # kept (and its tail printed) on failure
         if choice is not None and choice.temporary:
             shutil.rmtree(choice.dir.parent, ignore_errors=True)

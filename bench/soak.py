@@ -11,7 +11,9 @@ Checked, and the run fails (exit 1) when one does not hold:
 
 - no audio crosses sessions: every utterance id a session sees is one it sent, every
   ``utterance_end`` closes the utterance last started, its ``bytes`` equal the binary frames
-  received between its start and end, and no binary frame arrives outside an utterance;
+  received between its start and end, no binary frame arrives outside an utterance, and the
+  sha256 of every finished utterance's audio equals that of the same text rendered alone before
+  the run (synthesis is deterministic: the vocoder's noise is seeded by its input);
 - after a ``cancel``, no frame of the cancelled utterances follows ``cancelled``;
 - every session finishes every turn (no starvation); fairness is reported as the spread of the
   sessions' mean time to first audio;
@@ -31,15 +33,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import hashlib
 import json
 import os
 import random
-import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,6 +50,7 @@ import httpx
 from websockets.asyncio.client import connect
 
 from bench.vanish import holds, vanish
+from voicestream.launch import KokoroProcess, LaunchError, build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
 TEXTS = ["Hello there.", "Yes, of course.", "The weather is fine.", "Good morning to you.", "Thanks a lot."]
@@ -64,6 +67,7 @@ class SessionLog:
     utterances: int = 0
     cancels: int = 0
     audio_bytes: int = 0
+    audio_verified: int = 0  # utterances whose audio hash matched the text rendered alone
     first_audio_s: list[float] = field(default_factory=list)
 
 
@@ -93,8 +97,28 @@ async def _wait_idle(http: httpx.AsyncClient, *, timeout: float = 30.0) -> dict[
     return status
 
 
+async def reference_hashes(ws_url: str, *, timeout: float = 120.0) -> dict[str, str]:
+    """The sha256 of each of TEXTS's pcm audio, each rendered alone in a session of its own."""
+    hashes: dict[str, str] = {}
+    for text in TEXTS:
+        async with connect(ws_url, max_size=None, open_timeout=30) as ws:
+            await ws.send(json.dumps({"type": "configure", "format": "pcm"}))
+            await ws.send(json.dumps({"type": "speak", "id": "reference", "text": text}))
+            await ws.send(json.dumps({"type": "flush"}))
+            digest = hashlib.sha256()
+            while True:
+                frame = await asyncio.wait_for(ws.recv(), timeout)
+                if isinstance(frame, bytes):
+                    digest.update(frame)
+                elif json.loads(frame).get("type") == "turn_end":
+                    break
+            hashes[text] = digest.hexdigest()
+            await ws.send(json.dumps({"type": "close"}))
+    return hashes
+
+
 async def _session(ws_url: str, number: int, turns: int, cancel_rate: float, rng: random.Random,
-                   timeout: float) -> SessionLog:
+                   timeout: float, reference: dict[str, str]) -> SessionLog:
     log = SessionLog(number=number)
     prefix = f"s{number}-"
     async with connect(ws_url, max_size=None, open_timeout=30) as ws:
@@ -104,14 +128,16 @@ async def _session(ws_url: str, number: int, turns: int, cancel_rate: float, rng
             raise SoakFailure(f"session {number}: expected configured, got {configured}")
         for turn in range(turns):
             ids = [f"{prefix}t{turn}-u{k}" for k in range(rng.randint(1, 2))]
+            texts = {uid: rng.choice(TEXTS) for uid in ids}
             cancel = rng.random() < cancel_rate
             sent_at = time.perf_counter()
             for uid in ids:
-                await ws.send(json.dumps({"type": "speak", "id": uid, "text": rng.choice(TEXTS)}))
+                await ws.send(json.dumps({"type": "speak", "id": uid, "text": texts[uid]}))
             if not cancel:
                 await ws.send(json.dumps({"type": "flush"}))
             current: str | None = None
             counted = 0
+            digest = hashlib.sha256()
             first_audio = True
             cancelled = False
             deadline = time.monotonic() + timeout
@@ -126,6 +152,7 @@ async def _session(ws_url: str, number: int, turns: int, cancel_rate: float, rng
                     if current is None:
                         raise SoakFailure(f"session {number}: {len(frame)} audio bytes outside any utterance")
                     counted += len(frame)
+                    digest.update(frame)
                     log.audio_bytes += len(frame)
                     if first_audio:
                         log.first_audio_s.append(time.perf_counter() - sent_at)
@@ -140,14 +167,19 @@ async def _session(ws_url: str, number: int, turns: int, cancel_rate: float, rng
                         raise SoakFailure(f"session {number}: utterance_start after cancelled: {event}")
                     if not str(event["id"]).startswith(prefix) or event["id"] not in ids:
                         raise SoakFailure(f"session {number}: foreign utterance {event['id']!r} (sent {ids})")
-                    current, counted = event["id"], 0
+                    current, counted, digest = event["id"], 0, hashlib.sha256()
                 elif kind == "utterance_end":
                     if event["id"] != current:
                         raise SoakFailure(f"session {number}: end of {event['id']!r} while {current!r} was open")
                     if event["bytes"] != counted:
                         raise SoakFailure(f"session {number}: {event['id']} announced {event['bytes']} bytes, "
                                           f"received {counted}")
+                    spoken = texts[event["id"]]
+                    if digest.hexdigest() != reference[spoken]:
+                        raise SoakFailure(f"session {number}: the audio of {current} ({spoken!r}) is not "
+                                          "that of the same text rendered alone")
                     log.utterances += 1
+                    log.audio_verified += 1
                     current = None
                 elif kind == "cancelled":
                     cancelled = True
@@ -176,9 +208,10 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
         idle = await _wait_idle(http)
         fds_before, tasks_before = fd_count(pid), idle["tasks"]
         rss_start = rss_kib(pid)
+        reference = await reference_hashes(ws_url, timeout=turn_timeout_s)
         # warm-up: every session for a few turns, so allocator arenas and caches have grown
         await asyncio.gather(*(_session(ws_url, n, warmup_turns, cancel_rate, random.Random(rng.random()),
-                                        turn_timeout_s) for n in range(sessions)))
+                                        turn_timeout_s, reference) for n in range(sessions)))
         await _wait_idle(http)
         rss_warm = rss_kib(pid)
         samples: list[int] = []
@@ -196,7 +229,7 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
         started = time.perf_counter()
         try:
             logs = await asyncio.gather(*(
-                _session(ws_url, n, turns, cancel_rate, random.Random(rng.random()), turn_timeout_s)
+                _session(ws_url, n, turns, cancel_rate, random.Random(rng.random()), turn_timeout_s, reference)
                 for n in range(sessions)))
         finally:
             sampler.cancel()
@@ -214,12 +247,13 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
         half = len(samples) // 2
         first_half_peak = max(samples[:half] or [rss_warm])
         second_half_peak = max(samples[half:] or [rss_end])
-        result = {
+        result: dict[str, Any] = {
             "sessions": sessions, "turns": turns, "cancel_rate": cancel_rate, "seed": seed,
             "elapsed_s": round(elapsed, 1),
             "max_concurrent_sessions": max_sessions_seen,
             "turns_done": sum(log.turns_done for log in logs),
             "utterances": sum(log.utterances for log in logs), "cancels": sum(log.cancels for log in logs),
+            "audio_verified": sum(log.audio_verified for log in logs),
             "audio_mib": round(sum(log.audio_bytes for log in logs) / 2**20, 2),
             "first_audio_mean_s": {"min": round(min(means), 3), "median": round(statistics.median(means), 3),
                                    "max": round(max(means), 3)} if means else None,
@@ -236,6 +270,8 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
     problems = []
     if result["turns_done"] != sessions * turns:
         problems.append(f"{result['turns_done']} of {sessions * turns} turns finished")
+    if result["audio_verified"] != result["utterances"] or not result["utterances"]:
+        problems.append(f"{result['audio_verified']} of {result['utterances']} utterances' audio checked")
     if result["fds"]["after"] > fds_before:
         problems.append(f"file descriptors {fds_before} -> {result['fds']['after']}")
     if status["tasks"] > tasks_before:
@@ -254,41 +290,21 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
     return result
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextlib.contextmanager
-def _server(model_dir: Path | None, python: str) -> Any:
+def _server(model_dir: Path | None, python: str) -> Iterator[tuple[str, int]]:
     with tempfile.TemporaryDirectory(prefix="soak-") as tmp:
         if model_dir is None:
-            model_dir = Path(tmp) / "tiny"
-            subprocess.run([python, "-m", "kokoro_server.tiny_model", str(model_dir)], check=True,
-                           capture_output=True, timeout=600)
-        port = _free_port()
-        log = open(Path(tmp) / "server.log", "wb")
-        process = subprocess.Popen([python, "-m", "kokoro_server", "serve", "--model-dir", str(model_dir),
-                                    "--host", "127.0.0.1", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT,
-                                   env={**os.environ, "KOKORO_MAX_SESSIONS": "256"})
+            model_dir = build_tiny_model(Path(tmp) / "tiny", python=python)
+        server = KokoroProcess(model_dir=model_dir, python=python, log_path=Path(tmp) / "server.log",
+                               env={"KOKORO_MAX_SESSIONS": "256"})
         try:
-            deadline = time.monotonic() + 300
-            while time.monotonic() < deadline:
-                if process.poll() is not None:
-                    raise SystemExit(f"soak: the server exited:\n{(Path(tmp) / 'server.log').read_text()[-3000:]}")
-                with contextlib.suppress(httpx.HTTPError):
-                    if httpx.get(f"http://127.0.0.1:{port}/ping", timeout=2, trust_env=False).status_code == 200:
-                        break
-                time.sleep(0.3)
-            yield f"http://127.0.0.1:{port}", process.pid
+            server.start(timeout_s=300)
+        except LaunchError as error:
+            raise SystemExit(f"soak: {error}") from None
+        try:
+            yield server.url, server.pid
         finally:
-            process.terminate()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                process.wait(timeout=15)
-            if process.poll() is None:
-                process.kill()
-            log.close()
+            server.stop()
 
 
 async def soak_then_vanish(*, http_url: str, pid: int, vanish_seconds: float, **options: Any) -> dict[str, Any]:

@@ -23,7 +23,6 @@ import random
 import sys
 import time
 from dataclasses import asdict, dataclass
-from typing import Any
 
 import httpx
 from websockets.asyncio.client import ClientConnection, connect
@@ -47,6 +46,7 @@ class VanishReport:
     audio_frames: int = 0  # binary frames clients read before leaving
     client_errors: int = 0  # a session that could not even start (refused, reset): counted, not fatal
     seconds: float = 0.0
+    orphaned_jobs: int = 0  # model jobs finished for clients already gone (/ping): at most one per vanished one
     server_alive: bool = True
     clean_requests_ok: bool = False
     idle_after: bool = False
@@ -152,6 +152,7 @@ async def vanish(
     report = VanishReport()
     started = time.monotonic()
     async with httpx.AsyncClient(base_url=http_url) as http:
+        orphaned_before = (await http.get("/ping", timeout=5)).json()["orphaned_jobs"]
         while (rounds is None or report.rounds < rounds) and (seconds is None or time.monotonic() - started < seconds):
             clients = [_client(ws_url, random.Random(rng.random()), report) for _ in range(sessions)]
             await asyncio.gather(*clients)
@@ -164,12 +165,14 @@ async def vanish(
             with contextlib.suppress(httpx.HTTPError):
                 report.clean_requests_ok = await _clean_requests(http)
                 report.idle_after = await _idle(http)
+                report.orphaned_jobs = (await http.get("/ping", timeout=5)).json()["orphaned_jobs"] - orphaned_before
             report.server_alive = await _alive(http, pid)
     return report
 
 
 def holds(report: VanishReport) -> bool:
-    return report.server_alive and report.clean_requests_ok and report.idle_after
+    return (report.server_alive and report.clean_requests_ok and report.idle_after
+            and report.orphaned_jobs <= report.vanished)
 
 
 def main(argv: list[str] | None = None) -> int:

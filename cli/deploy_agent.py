@@ -9,29 +9,26 @@ import typer
 from cli.aws import (
     AwsTarget,
     CliError,
-    caller_identity,
     cli_errors,
     get_stack,
-    make_target,
     require_outputs,
     stack_outputs,
 )
 from cli.bedrock import check_model_access, resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
-from cli.options import DEFAULT_RUNTIME_NAME, BedrockModelId, JsonOutput, Profile, Region, WaitTimeout, Yes, target_flags
+from cli.options import (
+    DEFAULT_RUNTIME_NAME, BedrockModelId, DeleteImages, FailOnDiff, JsonOutput, Profile, Region, WaitTimeout, Yes,
+    target_flags,
+)
 from cli.preflight import run_preflight
 from cli.progress import Steps, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ALL_STACKS, ENDPOINT_STACK, FOUNDATION_STACK
 from cli.status import NOT_FOUND, UNAVAILABLE, endpoint_report, render_report, runtime_report, stack_report
-from cli.teardown import plan_teardown, render_plan, run_teardown, runtime_log_groups
+from cli.commands import command_app, confirm_or_abort, connect, teardown_stacks
+from cli.teardown import runtime_log_groups
 
-app = typer.Typer(
-    name="deploy-agent",
-    help="Deploy and manage the Kokoro voice agent on Amazon Bedrock AgentCore Runtime.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = command_app(name="deploy-agent",
+                  help="Deploy and manage the Kokoro voice agent on Amazon Bedrock AgentCore Runtime.")
 
 HEALTHY = {"CREATE_COMPLETE", "UPDATE_COMPLETE", "UPDATE_ROLLBACK_COMPLETE", "IMPORT_COMPLETE"}
 RUNTIME_DONE = {"READY"}
@@ -104,9 +101,7 @@ def deploy(
 ) -> None:
     """Deploy the KokoroAgentRuntime stack (needs the TTS stacks) and wait for the runtime to be READY."""
     with cli_errors():
-        target = make_target(profile=profile, region=region)
-        # Credentials first, so a missing login is reported as such and not as missing stacks.
-        caller_identity(target)
+        target, _ = connect(region=region, profile=profile)  # credentials first: a missing login says so
         model, model_source = resolve_bedrock_model_id(target=target, requested=bedrock_model_id, strict=True)
         prereq, endpoint = tts_prerequisites(target=target)
         ident = run_preflight(target=target, extra=[prereq, check_model_access(target=target, model=model)],
@@ -116,8 +111,7 @@ def deploy(
             f"Deploying {AGENT_STACK} to account [bold]{ident['account']}[/] in [bold]{target.region}[/]\n  "
             + " ".join(context_args(context)) + f"\n  (bedrockModelId: {model_source})"
         )
-        if not yes and not confirm("Continue?"):
-            raise CliError("Aborted: nothing was deployed.", hint="Pass --yes to skip the question.")
+        confirm_or_abort(yes=yes, ask=confirm)
         steps = Steps(total=2)
         with steps.step(f"Deploy {AGENT_STACK}"):
             cdk_deploy(target=target, stack=AGENT_STACK, context=context)
@@ -136,14 +130,13 @@ def deploy(
 @app.command()
 def diff(
     bedrock_model_id: BedrockModelId = None,
-    fail: Annotated[bool, typer.Option("--fail", help="Exit non-zero when there are differences.")] = False,
+    fail: FailOnDiff = False,
     region: Region = None,
     profile: Profile = None,
 ) -> None:
     """Show `cdk diff` of the KokoroAgentRuntime stack (exit code of cdk)."""
     with cli_errors():
-        target = make_target(profile=profile, region=region)
-        caller_identity(target)
+        target, _ = connect(region=region, profile=profile)
         endpoint = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK)).get("EndpointName")
         model, _ = resolve_bedrock_model_id(target=target, requested=bedrock_model_id, strict=True)
         context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": model}
@@ -155,8 +148,7 @@ def diff(
 def status(as_json: JsonOutput = False, region: Region = None, profile: Profile = None) -> None:
     """Report the agent stack, the AgentCore runtime status, and the TTS stacks it depends on."""
     with cli_errors():
-        target = make_target(profile=profile, region=region)
-        ident = caller_identity(target)
+        target, ident = connect(region=region, profile=profile)
         stacks = stack_report(target=target, names=STATUS_STACKS)
         outputs = {row["name"]: row["outputs"] for row in stacks}
         report: dict[str, Any] = {"account": ident["account"], "region": target.region, "stacks": stacks}
@@ -172,9 +164,7 @@ def teardown(
     all_leftovers: Annotated[
         bool, typer.Option("--all", help="Also delete the runtime's log groups and the agent's asset image.")
     ] = False,
-    delete_images: Annotated[
-        bool, typer.Option("--delete-images", help="Also delete the agent's CDK asset image(s) from ECR.")
-    ] = False,
+    delete_images: DeleteImages = False,
     yes: Yes = False,
     wait_timeout: WaitTimeout = 1800,
     region: Region = None,
@@ -182,19 +172,13 @@ def teardown(
 ) -> None:
     """Delete the KokoroAgentRuntime stack (the TTS stacks are left to `deploy-tts teardown`)."""
     with cli_errors():
-        target = make_target(profile=profile, region=region)
-        caller_identity(target)
+        target, _ = connect(region=region, profile=profile)
         runtime = stack_outputs(get_stack(target.client("cloudformation"), AGENT_STACK)).get("RuntimeName")
-        plan = plan_teardown(
-            target=target,
-            delete_order=[AGENT_STACK],
-            empty_buckets_of=[],
-            app_stacks=list(ALL_STACKS),
-            with_images=delete_images or all_leftovers,
+        teardown_stacks(
+            target=target, delete_order=[AGENT_STACK], empty_buckets_of=[], app_stacks=list(ALL_STACKS),
+            with_images=delete_images or all_leftovers, yes=yes, ask=confirm, timeout_s=wait_timeout,
             log_groups=[runtime_log_groups(runtime or DEFAULT_RUNTIME_NAME)] if all_leftovers else [],
         )
-        render_plan(plan, with_images=delete_images or all_leftovers)
-        run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else confirm, timeout_s=wait_timeout)
 
 
 # --- Commands defined in their own modules -----------------------------------------------

@@ -10,7 +10,6 @@ import typer
 from cli.aws import (
     AwsTarget,
     CliError,
-    caller_identity,
     cli_errors,
     get_stack,
     make_target,
@@ -23,6 +22,8 @@ from cli.model_cache import sync_model_cache
 from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
 from cli.options import (
     DEFAULT_RUNTIME_NAME,
+    DeleteImages,
+    FailOnDiff,
     target_flags,
     DEFAULT_ENDPOINT_NAME,
     DEFAULT_INSTANCE_TYPE,
@@ -45,15 +46,10 @@ from cli.scaling import AUTOSCALING_KEY, release_for_instance_change, restore_fr
 from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ENDPOINT_STACK, FOUNDATION_STACK, MODEL_CACHE_STACK, TTS_STACKS
 from cli.status import NOT_FOUND, endpoint_report, render_report, stack_report, cache_report
-from cli.teardown import endpoint_log_group, plan_teardown, render_plan, run_teardown, runtime_log_groups
+from cli.commands import command_app, confirm_or_abort, connect, teardown_stacks
+from cli.teardown import endpoint_log_group, runtime_log_groups
 
-app = typer.Typer(
-    name="deploy-tts",
-    help="Deploy and manage the Kokoro-82M TTS endpoint on Amazon SageMaker.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
+app = command_app(name="deploy-tts", help="Deploy and manage the Kokoro-82M TTS endpoint on Amazon SageMaker.")
 
 ModelDir = Annotated[
     Path | None,
@@ -193,8 +189,7 @@ def deploy(
             f"{', '.join(TTS_STACKS)}\n  " + " ".join(context_args(context))
             + f"\n  (bedrockModelId: {model_source})"
         )
-        if not yes and not confirm("Continue?"):
-            raise CliError("Aborted: nothing was deployed.", hint="Pass --yes to skip the question.")
+        confirm_or_abort(yes=yes, ask=confirm)
         steps = Steps(total=5)
         with steps.step(f"Deploy {FOUNDATION_STACK}"):
             cdk_deploy(target=target, stack=FOUNDATION_STACK, context=context)
@@ -235,7 +230,7 @@ def diff(
     min_instances: MinInstances = None,
     max_instances: MaxInstances = None,
     model_revision: ModelRevision = DEFAULT_REVISION,
-    fail: Annotated[bool, typer.Option("--fail", help="Exit non-zero when there are differences.")] = False,
+    fail: FailOnDiff = False,
     region: Region = None,
     profile: Profile = None,
 ) -> None:
@@ -249,8 +244,7 @@ def diff(
             max_instances=max_instances,
             model_revision=model_revision,
         )
-        target = make_target(profile=profile, region=region)
-        caller_identity(target)
+        target, _ = connect(region=region, profile=profile)
         context["bedrockModelId"], _ = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         code = cdk_diff(target=target, stacks=list(TTS_STACKS), context=context, fail=fail)
     raise typer.Exit(code=code)
@@ -268,8 +262,7 @@ def status(
 ) -> None:
     """Report stacks, endpoint status/instances and the model-cache manifest."""
     with cli_errors():
-        target = make_target(profile=profile, region=region)
-        ident = caller_identity(target)
+        target, ident = connect(region=region, profile=profile)
         stacks = stack_report(target=target, names=TTS_STACKS)
         outputs = {row["name"]: row["outputs"] for row in stacks}
         name = endpoint_name or outputs[ENDPOINT_STACK].get("EndpointName") or DEFAULT_ENDPOINT_NAME
@@ -293,9 +286,7 @@ def teardown(
         bool, typer.Option("--keep-model-cache", help="With --all: keep the model cache (its stack, bucket and "
                            "the foundation its read grant attaches to), so a later deploy skips the download.")
     ] = False,
-    delete_images: Annotated[
-        bool, typer.Option("--delete-images", help="Also delete the CDK asset images these stacks used from ECR.")
-    ] = False,
+    delete_images: DeleteImages = False,
     yes: Yes = False,
     wait_timeout: WaitTimeout = 1800,
     region: Region = None,
@@ -305,8 +296,7 @@ def teardown(
     with cli_errors():
         if keep_model_cache and not all_stacks:
             raise CliError("--keep-model-cache only makes sense with --all.")
-        target = make_target(profile=profile, region=region)
-        caller_identity(target)
+        target, _ = connect(region=region, profile=profile)
         everything = all_stacks and not keep_model_cache
         order = [ENDPOINT_STACK, *([MODEL_CACHE_STACK, FOUNDATION_STACK] if everything else [])]
         cfn = target.client("cloudformation")
@@ -316,17 +306,12 @@ def teardown(
                 hint=f"Run `deploy-agent teardown{target_flags(region, profile)}` first.",
             )
         endpoint = stack_outputs(get_stack(cfn, ENDPOINT_STACK)).get("EndpointName") or DEFAULT_ENDPOINT_NAME
-        plan = plan_teardown(
-            target=target,
-            delete_order=order,
-            empty_buckets_of=[MODEL_CACHE_STACK],
-            app_stacks=[*TTS_STACKS, AGENT_STACK],
-            with_images=delete_images or all_stacks,
-            remove_buckets=everything,
+        teardown_stacks(
+            target=target, delete_order=order, empty_buckets_of=[MODEL_CACHE_STACK],
+            app_stacks=[*TTS_STACKS, AGENT_STACK], with_images=delete_images or all_stacks, yes=yes, ask=confirm,
+            timeout_s=wait_timeout, remove_buckets=everything,
             log_groups=[endpoint_log_group(endpoint), runtime_log_groups(DEFAULT_RUNTIME_NAME)] if all_stacks else [],
         )
-        render_plan(plan, with_images=delete_images or all_stacks)
-        run_teardown(target=target, plan=plan, confirm=(lambda _q: True) if yes else confirm, timeout_s=wait_timeout)
         if keep_model_cache:
             err_console().print(f"Kept {MODEL_CACHE_STACK} and {FOUNDATION_STACK} (--keep-model-cache).")
         elif not all_stacks:

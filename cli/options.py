@@ -67,3 +67,9 @@ BedrockModelId = Annotated[
 def target_flags(region: str | None, profile: str | None) -> str:
     """The --region/--profile flags to repeat in a suggested next command."""
     return (f" --region {region}" if region else "") + (f" --profile {profile}" if profile else "")
+
+
+DeleteImages = Annotated[
+    bool, typer.Option("--delete-images", help="Also delete from ECR the CDK asset images of the stacks it deletes."),
+]
+FailOnDiff = Annotated[bool, typer.Option("--fail", help="Exit non-zero when there are differences.")]

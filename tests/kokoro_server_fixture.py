@@ -5,25 +5,22 @@ as a subprocess, exactly as `make serve` starts it, on a tiny random-weight mode
 Several test modules import the fixture; they share one server (reference-counted), because
 importing torch costs 15-25 s on two cores.
 
-Use: ``from kokoro_server_fixture import kokoro_server`` (after putting tests/ on sys.path).
+tests/conftest.py registers the fixture for every test directory; KokoroServer is imported by name
+(pytest's ``pythonpath`` puts tests/ on the path).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
-import socket
-import subprocess
 import tempfile
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from voicestream.launch import KokoroProcess, LaunchError, build_tiny_model
 
 REPO = Path(__file__).resolve().parent.parent
 START_TIMEOUT_S = 120.0
@@ -51,23 +48,9 @@ def kokoro_python() -> Path:
     return Path(os.environ.get("KOKORO_PYTHON") or REPO / ".venv-kokoro" / "bin" / "python")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _ping(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"{url}/ping", timeout=2) as response:
-            return bool(response.status == 200)
-    except (urllib.error.URLError, OSError, TimeoutError):
-        return False
-
-
 class _Shared:
     server: KokoroServer | None = None
-    process: subprocess.Popen[bytes] | None = None
+    process: KokoroProcess | None = None
     workdir: Path | None = None
     users = 0
 
@@ -75,51 +58,26 @@ class _Shared:
 def _start() -> KokoroServer:
     python = kokoro_python()
     if not python.exists():
-        pytest.skip(f"the Kokoro environment is missing ({python}); run `make install`")
+        pytest.fail(f"the Kokoro environment is missing ({python}); run `make install`")
     workdir = Path(tempfile.mkdtemp(prefix="kokoro-fixture-"))
     _Shared.workdir = workdir
-    model_dir = workdir / "model"
-    env = {**os.environ, "PYTHONUNBUFFERED": "1", "KOKORO_DEVICE": "cpu"}
-    for name in ("KOKORO_MODEL_DIR", "KOKORO_DEFAULT_VOICE", "KOKORO_ENGINE", "PORT"):
-        env.pop(name, None)
-    build = subprocess.run(
-        [str(python), "-m", "kokoro_server.tiny_model", str(model_dir)],
-        cwd=REPO, env=env, capture_output=True, timeout=BUILD_TIMEOUT_S, check=False,
-    )
-    if build.returncode != 0:
-        pytest.fail(f"building the tiny model failed:\n{build.stderr.decode(errors='replace')[-4000:]}")
-    port = _free_port()
     log = workdir / "server.log"
-    server = KokoroServer(url=f"http://127.0.0.1:{port}", port=port, log=log, model_dir=model_dir)
-    with log.open("wb") as handle:
-        process = subprocess.Popen(
-            [str(python), "-m", "kokoro_server", "serve", "--model-dir", str(model_dir),
-             "--host", "127.0.0.1", "--port", str(port)],
-            cwd=REPO, env=env, stdout=handle, stderr=subprocess.STDOUT, start_new_session=True,
-        )
+    process = KokoroProcess(model_dir=workdir / "model", python=python, log_path=log,
+                            env={"KOKORO_DEVICE": "cpu", "KOKORO_DEFAULT_VOICE": "", "KOKORO_ENGINE": ""})
     _Shared.process = process
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while not _ping(server.url):
-        if process.poll() is not None:
-            _stop()
-            pytest.fail(f"the Kokoro server exited with {process.returncode}:\n{server.log_tail()}")
-        if time.monotonic() > deadline:
-            tail = server.log_tail()
-            _stop()
-            pytest.fail(f"the Kokoro server did not answer /ping within {START_TIMEOUT_S:.0f} s:\n{tail}")
-        time.sleep(0.25)
-    return server
+    try:
+        build_tiny_model(process.model_dir, python=python, timeout_s=BUILD_TIMEOUT_S)
+        process.start(timeout_s=START_TIMEOUT_S)
+    except LaunchError as error:
+        _stop()
+        pytest.fail(str(error))
+    return KokoroServer(url=process.url, port=process.port, log=log, model_dir=process.model_dir)
 
 
 def _stop() -> None:
     process, _Shared.process = _Shared.process, None
-    if process is not None and process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+    if process is not None:
+        process.stop(timeout_s=10)
     if _Shared.workdir is not None:
         shutil.rmtree(_Shared.workdir, ignore_errors=True)
         _Shared.workdir = None

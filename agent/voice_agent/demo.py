@@ -19,6 +19,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from voicestream.launch import KokoroProcess, LaunchError
+
 READY_TIMEOUT_S = 180.0
 
 
@@ -95,29 +97,28 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     tts_url = f"http://{args.host}:{args.tts_port}"
     agent_url = f"http://{args.host}:{args.agent_port}"
+    tts = KokoroProcess(model_dir=Path(args.model_dir), python=args.kokoro_python, host=args.host,
+                        port=args.tts_port, stop_signal=signal.SIGINT)  # SIGINT: uvicorn's graceful shutdown
     agent_cmd = [sys.executable, "-m", "voice_agent", "--host", args.host, "--port", str(args.agent_port),
                  "--tts-url", tts_url, "--page"]
     if args.offline:
         agent_cmd.append("--offline")
     agent: subprocess.Popen[bytes] | None = None
-    tts: subprocess.Popen[bytes] | None = None
     for signum in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(signum, _raise_stopped)
     try:
-        tts = subprocess.Popen([args.kokoro_python, "-m", "kokoro_server", "serve", "--model-dir", args.model_dir,
-                                "--host", args.host, "--port", str(args.tts_port)])
-        wait_ready(f"{tts_url}/ping", process=tts, timeout=READY_TIMEOUT_S)
+        tts.start(timeout_s=READY_TIMEOUT_S)
         agent = subprocess.Popen(agent_cmd)
         wait_ready(f"{agent_url}/ping", process=agent, timeout=60)
         print(f"\n  Voice agent ready: open {agent_url}/  (TTS at {tts_url}; Ctrl-C stops both)\n", flush=True)
-        while tts.poll() is None and agent.poll() is None:
+        while tts.process is not None and tts.process.poll() is None and agent.poll() is None:
             time.sleep(0.5)
         print("demo: a process exited; stopping the other", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Stopped) as exc:
         print(f"\ndemo: stopping ({exc or 'Ctrl-C'})", file=sys.stderr)
         return 0
-    except RuntimeError as exc:
+    except (RuntimeError, LaunchError) as exc:
         print(f"demo: {exc}", file=sys.stderr)
         return 1
     finally:
@@ -125,8 +126,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signum, signal.SIG_IGN)
         if agent is not None:
             stop(agent, "the agent")
-        if tts is not None:
-            stop(tts, "the TTS server")
+        tts.stop(timeout_s=10)
 
 
 if __name__ == "__main__":

@@ -3,19 +3,20 @@ session) and the real agent app on 127.0.0.1 with the offline scripted model, fa
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import shutil
 import socket
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from kokoro_server_fixture import KokoroServer
 import uvicorn
 
 from voice_agent.app import create_app
@@ -23,11 +24,6 @@ from voice_agent.config import AgentConfig
 from voice_agent.models import ScriptedModel
 from voice_agent.speaking import TtsConnector
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT / "tests") not in sys.path:  # the shared Kokoro server fixture lives in tests/
-    sys.path.insert(0, str(ROOT / "tests"))
-
-from kokoro_server_fixture import KokoroServer, kokoro_server  # noqa: E402,F401 (pytest fixture)
 
 # Short answers keep the tiny model's CPU synthesis (about a second a sentence) cheap. The first
 # piece is an early fragment (five words, then a comma), then two whole sentences.
@@ -73,10 +69,24 @@ def tts_idle(tts_url: str) -> bool:
     return bool(state["sessions"] == 0 and state["queued"] == 0 and state["running"] == 0)
 
 
+def fd_count() -> int:
+    """File descriptors open in this process (the agent runs in it, in a thread)."""
+    return len(os.listdir("/proc/self/fd"))
+
+
 @dataclass(kw_only=True)
 class RunningAgent:
     url: str
     app: Any
+    loop: asyncio.AbstractEventLoop  # the agent server's event loop (its thread's)
+
+    def tasks(self) -> int:
+        """asyncio tasks alive on the agent's loop now (counted there, the counting task included)."""
+
+        async def count() -> int:
+            return len(asyncio.all_tasks())
+
+        return asyncio.run_coroutine_threadsafe(count(), self.loop).result(timeout=10)
 
     @property
     def ws_url(self) -> str:
@@ -109,7 +119,7 @@ def serve_agent(*, tts_url: str | None, answer: str = ANSWER, token_ms: tuple[in
     if not poll(lambda: server.started or not thread.is_alive(), timeout=30):
         raise RuntimeError("the agent did not start")
     try:
-        yield RunningAgent(url=f"http://127.0.0.1:{port}", app=app)
+        yield RunningAgent(url=f"http://127.0.0.1:{port}", app=app, loop=server.servers[0].get_loop())
     finally:
         server.should_exit = True
         thread.join(timeout=15)
@@ -120,3 +130,29 @@ def agent(tts_url: str) -> Iterator[RunningAgent]:
     with serve_agent(tts_url=tts_url) as running:
         yield running
 
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--autoplay-policy=no-user-gesture-required",
+]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright import sync_api
+
+    # A prerequisite (README, "Set up"), not an optional extra: fail loudly rather than skip.
+    assert shutil.which(CHROMIUM), "Debian chromium is not installed: apt-get install -y chromium"
+    with sync_api.sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield instance
+        finally:
+            instance.close()
+
+
+def stats(page: Any) -> dict[str, Any]:
+    value: dict[str, Any] = page.evaluate("() => JSON.parse(JSON.stringify(window.__voiceStats))")
+    return value

@@ -1,4 +1,4 @@
-"""Registers the agent tests' fixtures; they live in agent_harness.py so tests can import its
-helpers under a name no other test directory uses."""
+"""Registers the agent tests' fixtures; they live in agent_harness.py so other test directories
+(tests/cli) can use them too."""
 
-from agent_harness import agent, kokoro_server, tts_url  # noqa: F401 (pytest fixtures)
+from agent_harness import agent, browser, tts_url  # noqa: F401 (pytest fixtures)

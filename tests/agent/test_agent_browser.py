@@ -3,19 +3,12 @@ back with Web Audio, interrupt stops the scheduling."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agent_harness import ANSWER, RunningAgent, poll, serve_agent
+from agent_harness import ANSWER, RunningAgent, poll, serve_agent, stats
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--autoplay-policy=no-user-gesture-required",
-]
 MAX_GAP_S = 0.020
 
 
@@ -24,25 +17,6 @@ def page_agent(tts_url: str) -> Iterator[RunningAgent]:
     # A slower writer than the other tests, so the interrupt lands while audio is still coming.
     with serve_agent(tts_url=tts_url, page=True, token_ms=(30, 45)) as running:
         yield running
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright import sync_api
-
-    # A prerequisite (README, "Set up"), not an optional extra: fail loudly rather than skip.
-    assert shutil.which(CHROMIUM), "Debian chromium is not installed: apt-get install -y chromium"
-    with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        try:
-            yield instance
-        finally:
-            instance.close()
-
-
-def stats(page: Any) -> dict[str, Any]:
-    value: dict[str, Any] = page.evaluate("() => JSON.parse(JSON.stringify(window.__voiceStats))")
-    return value
 
 
 def largest_gap(scheduled: list[dict[str, float]]) -> float:

@@ -14,13 +14,14 @@ import asyncio
 import contextlib
 import json
 import threading
+from dataclasses import dataclass
 from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlparse
 
 import httpx
 import pytest
-from agent_harness import ANSWER, RunningAgent, free_port, poll, serve_agent, tts_idle
+from agent_harness import ANSWER, RunningAgent, fd_count, free_port, poll, serve_agent, tts_idle
 from agent_wire import TurnLog, ws_open, ws_read_turn, ws_read_until_audio, ws_turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -80,21 +81,40 @@ def is_prompt(raw: str | bytes) -> bool:
         return False
 
 
+@dataclass
+class Live:
+    """The fuzzed socket, and the agent's asyncio tasks and this process's descriptors before it."""
+
+    ws: Any
+    tasks_before: int
+    fds_before: int
+
+
 @pytest.fixture(scope="module")
-def live(agent: RunningAgent) -> Iterator[Any]:
-    ws, _ = ws_open(agent.ws_url)
-    yield ws
-    ws.close()
+def live(agent: RunningAgent) -> Iterator[Live]:
     assert poll(agent.idle), agent.running()
+    tasks_before, fds_before = agent.tasks(), fd_count()
+    ws, _ = ws_open(agent.ws_url)
+    yield Live(ws=ws, tasks_before=tasks_before, fds_before=fds_before)
+    ws.close()
     assert httpx.get(f"{agent.url}/ping", timeout=5).json()["status"] == "Healthy"
 
 
 @settings(max_examples=LIVE_CASES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(frames.filter(lambda raw: not is_prompt(raw)))  # a valid prompt is a whole turn: not hostile
 def test_live_socket_answers_each_hostile_frame_with_one_error_and_stays_open(live: Any, raw: str | bytes) -> None:
-    live.send(raw)
-    event = json.loads(live.recv(timeout=10))
+    live.ws.send(raw)
+    event = json.loads(live.ws.recv(timeout=10))
     assert event["type"] == "error" and event["code"] in ERROR_CODES, event
+
+
+def test_the_hostile_frames_leave_no_task_or_descriptor_behind(live: Live, agent: RunningAgent) -> None:
+    """Runs right after the property (file order), before other tests open anything here: once the
+    fuzzed socket closes, the agent's asyncio tasks and this process's descriptors are back."""
+    live.ws.close()
+    assert poll(agent.idle), agent.running()
+    assert poll(lambda: agent.tasks() <= live.tasks_before), (agent.tasks(), live.tasks_before)
+    assert poll(lambda: fd_count() <= live.fds_before), (fd_count(), live.fds_before)
 
 
 # ---- a TTS that comes and goes ----------------------------------------------------------------

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from kokoro_server_fixture import KokoroServer
 
 from bench import models as bench_models
 from bench.scenario import ANSWER_PARAGRAPHS, agent_answer
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kokoro_server_fixture import KokoroServer, kokoro_server  # noqa: E402,F401
 
 REPO = Path(__file__).resolve().parents[2]
 MODES = ("batch", "stream", "bidi")

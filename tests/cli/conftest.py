@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from agent_harness import browser  # noqa: F401 (a pytest fixture: headless Chromium)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -43,7 +44,7 @@ def _moto_server() -> str:
             return str(candidate)
     found = shutil.which("moto_server")
     if not found:
-        pytest.skip("moto_server not installed (pip install 'moto[server]')")
+        pytest.fail("moto_server not installed (make install puts moto[server] in .venv)")
     return found
 
 

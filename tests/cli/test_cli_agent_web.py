@@ -24,16 +24,11 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-AGENT_TESTS = Path(__file__).resolve().parents[1] / "agent"
-if str(AGENT_TESTS) not in sys.path:  # the agent's test harness, imported rather than copied
-    sys.path.insert(0, str(AGENT_TESTS))
+from agent_harness import ANSWER, free_port, poll, serve_agent, stats
+from clitest_support import deploy_agent_runtime
 
-from agent_harness import ANSWER, free_port, poll, serve_agent  # noqa: E402
-from clitest_support import deploy_agent_runtime  # noqa: E402
-from test_agent_browser import browser, stats  # noqa: E402,F401 (browser: the Chromium fixture)
-
-from cli import deploy_agent  # noqa: E402
-from cli.agent_web import (  # noqa: E402
+from cli import deploy_agent
+from cli.agent_web import (
     MAX_EXPIRES_S,
     SESSION_HEADER,
     LocalAgentUrl,
@@ -41,7 +36,7 @@ from cli.agent_web import (  # noqa: E402
     WebServer,
     new_session_id,
 )
-from cli.aws import make_target  # noqa: E402
+from cli.aws import make_target
 
 ARN = "arn:aws:bedrock-agentcore:us-east-1:123456789012:runtime/kokoro_voice_agent-AbC123xYz"
 SECRET = "testing-secret"

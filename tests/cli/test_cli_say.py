@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 import wave
 from pathlib import Path
 
 import pytest
+from kokoro_server_fixture import KokoroServer
 from typer.testing import CliRunner
 
 from cli import deploy_tts
 from voicestream.clients.local import LocalHttpTts
 from voicestream.protocol import SynthesisRequest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kokoro_server_fixture import KokoroServer, kokoro_server  # noqa: E402,F401
 
 runner = CliRunner()
 TEXT = "Hello there. This is a test of the say command."

@@ -28,7 +28,8 @@ def test_close_while_a_thread_encodes_is_deferred_to_that_thread(fmt: str) -> No
     for attempt in range(5):  # bounded: a larger chunk each time until the close lands mid-encode
         encoder = StreamEncoder(fmt=fmt, sample_rate=48000 if fmt != "flac" else 24000)
         results: list[object] = []
-        thread = threading.Thread(target=lambda: results.append(encoder.encode(noise(30 * 2**attempt))))
+        seconds = 30 * 2**attempt
+        thread = threading.Thread(target=lambda: results.append(encoder.encode(noise(seconds))))  # noqa: B023 (joined below)
         thread.start()
         while not encoder.busy and thread.is_alive():
             pass

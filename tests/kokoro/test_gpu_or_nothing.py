@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import free_port
+from kokoro_harness import free_port
 
 from kokoro_server.__main__ import EXIT_BAD_MODEL
 

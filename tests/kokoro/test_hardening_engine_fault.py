@@ -19,7 +19,7 @@ import httpx
 import pytest
 import uvicorn
 
-from conftest import free_port
+from kokoro_harness import free_port
 from wsclient import collect, connect, of_type, send
 
 pytestmark = pytest.mark.kokoro

@@ -18,7 +18,7 @@ import pytest
 from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
-from conftest import Server, start_server
+from kokoro_harness import Server, start_server
 from wsclient import collect, connect, of_type, receive, send
 
 pytestmark = pytest.mark.kokoro
@@ -134,16 +134,32 @@ def test_half_closed_sockets_end_their_sessions(server) -> None:
     assert idle(settle(server, idle))
 
 
-def test_a_client_that_stops_reading_is_dropped_with_4002(strict) -> None:
-    async def scenario() -> tuple[int, int | None]:
+def held_until_dropped(server: Server, *, timeout: float = 60.0) -> int:
+    """Poll /ping until the stalled session is gone; return the most bytes it was seen to hold."""
+    deadline, most = time.monotonic() + timeout, 0
+    status = server.ping()
+    while status["sessions"] and time.monotonic() < deadline:
+        most = max(most, status["held_bytes_max"])
+        time.sleep(0.02)
+        status = server.ping()
+    return most
+
+
+def test_a_client_that_stops_reading_is_dropped_with_4002_holding_at_most_the_documented_bytes(strict) -> None:
+    """README's bound, measured: what the server holds for a reader that stopped (its queue of
+    frames, the frame being written, the transport's write buffer) never passes HELD_BYTES_MAX,
+    and it does fill up to past the transport's high-water mark (the client really stalled)."""
+    from kokoro_server.outbox import HELD_BYTES_MAX, TRANSPORT_HIGH_WATER
+
+    async def scenario() -> tuple[int, int | None, int]:
         sock = small_window_socket(strict.port)
         ws = await ws_connect(strict.ws, sock=sock, max_size=None, max_queue=1, open_timeout=10)
         await send(ws, {"type": "configure", "format": "pcm", "sample_rate": 48000})
         await send(ws, {"type": "speak", "text": LONG_TEXT})
         # Read nothing until the server gives up on us (its session ends), then read it all.
         loop = asyncio.get_running_loop()
-        status = await loop.run_in_executor(None, lambda: settle(strict, lambda s: s["sessions"] == 0, timeout=60))
-        assert status["sessions"] == 0
+        most = await loop.run_in_executor(None, lambda: held_until_dropped(strict))
+        assert strict.ping()["sessions"] == 0
         received = 0
         try:
             while True:
@@ -151,11 +167,12 @@ def test_a_client_that_stops_reading_is_dropped_with_4002(strict) -> None:
                 received += len(frame)
         except ConnectionClosed:
             pass
-        return received, ws.close_code
+        return received, ws.close_code, most
 
-    received, code = run(scenario())
+    received, code, most = run(scenario())
     assert received > 0
     assert code == 4002
+    assert TRANSPORT_HIGH_WATER < most <= HELD_BYTES_MAX, (most, HELD_BYTES_MAX)
     assert idle(settle(strict, idle))
 
 
@@ -313,3 +330,13 @@ def test_turn_limit_on_a_live_server(strict) -> None:
     assert error["code"] == "text_too_long" and "turn" in error["message"]
     assert idle(settle(strict, idle))
 
+
+
+def test_readme_and_protocol_doc_state_the_held_bytes_bound_the_server_enforces() -> None:
+    from kokoro_server.outbox import HELD_BYTES_MAX
+
+    stated = f"{HELD_BYTES_MAX:,}".replace(",", " ")
+    repo = Path(__file__).resolve().parents[2]
+    for doc in ("README.md", "docs/protocol.md"):
+        text = " ".join((repo / doc).read_text().split())
+        assert f"{stated} bytes" in text, f"{doc} does not state {stated} bytes"

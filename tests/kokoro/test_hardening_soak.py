@@ -5,30 +5,22 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from bench.soak import soak
-from conftest import Server, start_server
+from kokoro_harness import Server
 
 pytestmark = pytest.mark.kokoro
 
 
-@pytest.fixture(scope="module")
-def roomy(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    """Its own server: the soak's figures (RSS, descriptors, tasks) are this process's alone."""
-    running = start_server(tiny_model, tmp_path_factory.mktemp("soak") / "server.log",
-                           env={"KOKORO_WARMUP": "0"})
-    yield running
-    running.stop()
-
-
-def test_32_sessions_with_random_cancels_cross_nothing_and_leak_nothing(roomy: Server) -> None:
+def test_32_sessions_with_random_cancels_cross_nothing_and_leak_nothing(own_server: Server) -> None:
+    roomy = own_server  # its own: the soak's figures (RSS, descriptors, tasks) are this process's alone
     result = asyncio.run(soak(http_url=roomy.http, pid=roomy.process.pid, sessions=32, turns=2,
                               cancel_rate=0.3, seed=8, rss_tolerance_mib=64.0, warmup_turns=1))
     print(json.dumps(result))
     assert result["problems"] == []
     assert result["turns_done"] == 64 and result["cancels"] > 0 and result["utterances"] > 0
+    # every finished utterance's audio is byte for byte its text rendered alone
+    assert result["audio_verified"] == result["utterances"]
     assert result["max_concurrent_sessions"] >= 16  # they really ran side by side

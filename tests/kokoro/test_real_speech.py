@@ -61,6 +61,40 @@ def test_the_checks_reject_silence_noise_and_clipping():
     assert voicing(white).fraction < 0.1
 
 
+def harmonic_buzz(seconds: float = 3.0) -> np.ndarray:
+    """A voice-like tone: 19 harmonics of a 130-170 Hz F0 with vibrato and tremolo, no articulation."""
+    t = np.arange(int(seconds * SR)) / SR
+    phase = 2 * np.pi * np.cumsum(150 + 20 * np.sin(2 * np.pi * 3 * t)) / SR
+    tremolo = 0.6 + 0.4 * np.sin(2 * np.pi * 4 * t) ** 2
+    return (0.1 * tremolo * sum(np.sin(k * phase) / k for k in range(1, 20))).astype(np.float32)
+
+
+def test_the_checks_reject_a_harmonic_buzz_and_the_tiny_models_noise(server):
+    """Negative controls: a tone that is voiced and in pitch range, and what the random-weight tiny
+    model says (through the same server code path), are not speech."""
+    with pytest.raises(AssertionError, match="spectral centroid"):
+        assert_speech(harmonic_buzz(), what="harmonic buzz")
+    response = httpx.post(f"{server.http}/invocations", json={"text": LONG, "format": "pcm"}, timeout=120)
+    assert response.status_code == 200, response.text
+    with pytest.raises(AssertionError):
+        assert_speech(s16le_to_float(response.content), what="tiny model")
+
+
+# A sentence sharing no content word with LONG, for the recogniser's relative check.
+OTHER = "My sister bought seven green apples from the market on Tuesday morning."
+
+
+def test_the_recogniser_hears_the_words_that_were_spoken(long_audio):
+    """pocketsphinx finds more of the spoken sentence's words than of a different sentence's, both
+    ways round; the buzz gives it (almost) nothing. Measured here: 5/15 vs 1/12, 3/12 vs 1/15."""
+    other_audio = ra.speak(OTHER, VOICE)
+    heard_long, heard_other = ra.recognise(long_audio), ra.recognise(other_audio)
+    assert ra.words_found(heard_long, LONG) > ra.words_found(heard_long, OTHER), heard_long
+    assert ra.words_found(heard_other, OTHER) > ra.words_found(heard_other, LONG), heard_other
+    assert ra.words_found(heard_long, LONG) >= 0.2, heard_long
+    assert ra.words_found(ra.recognise(harmonic_buzz()), LONG) < 0.2
+
+
 def test_the_seam_check_finds_a_click(long_audio):
     """Two real chunks joined cleanly pass; the same join with the second chunk's start lost
     (so it begins mid-waveform, as a dropped frame or a trimmed chunk would) fails."""
@@ -138,7 +172,7 @@ def test_speed_changes_the_duration_in_the_right_direction():
 
 @pytest.fixture(scope="module")
 def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
-    from conftest import start_server  # the shared launcher: the container's own command line
+    from kokoro_harness import start_server  # the shared launcher: the container's own command line
 
     model_dir = ra.packaged_dir()
     server = start_server(model_dir, tmp_path_factory.mktemp("real-server") / "server.log",

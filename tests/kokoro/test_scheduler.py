@@ -79,3 +79,37 @@ def test_jobs_run_off_the_event_loop() -> None:
         return ran_on != loop_thread
 
     assert asyncio.run(scenario())
+
+
+def test_an_owner_that_leaves_costs_the_model_at_most_the_job_it_was_running() -> None:
+    """Counted, as /ping's ``orphaned_jobs`` reports it: the job on the model when its owner left
+    finishes and counts once; the owner's queued jobs never run; a job that finished before its
+    owner left, or another owner's, does not count."""
+
+    async def scenario() -> tuple[list[str], int, int, bool]:
+        scheduler = FairScheduler(workers=1)
+        await scheduler.start()
+        ran: list[str] = []
+        await scheduler.submit("left", lambda: ran.append("done-before-leaving"))
+        started, gate = threading.Event(), threading.Event()
+
+        def long_job() -> None:
+            started.set()
+            gate.wait(10)
+            ran.append("on-the-model")
+
+        scheduler.submit("left", long_job)
+        queued = [scheduler.submit("left", lambda i=i: ran.append(f"queued{i}")) for i in range(3)]
+        other = scheduler.submit("stays", lambda: ran.append("other"))
+        await asyncio.to_thread(started.wait, 10)
+        scheduler.forget_owner("left")
+        gate.set()
+        await other
+        orphaned = scheduler.orphaned
+        scheduler.forget_owner("stays")  # nothing of it is running: nothing counted
+        await scheduler.stop()
+        return ran, orphaned, scheduler.orphaned, all(job.cancelled() for job in queued)
+
+    ran, orphaned, final, queued_dropped = asyncio.run(scenario())
+    assert ran == ["done-before-leaving", "on-the-model", "other"] and queued_dropped
+    assert orphaned == 1 and final == 1

@@ -22,7 +22,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import free_port
+from kokoro_harness import free_port
 from kokoro_server.supervisor import MAX_RESTARTS, Supervisor, resolve_run_as
 
 pytestmark = pytest.mark.kokoro

@@ -108,15 +108,15 @@ class Templates:
     def __init__(self, paths: list[Path]) -> None:
         self.templates = {p.stem: json.loads(p.read_text()) for p in paths}
         exports: dict[str, str] = {}
-        for stack, template in self.templates.items():
-            for name, output in template.get("Outputs", {}).items():
+        for template in self.templates.values():
+            for output in template.get("Outputs", {}).values():
                 if "Export" in output:
                     exports[str(resolve(output["Export"]["Name"], {}))] = str(resolve(output["Value"], {}))
         self.exports = exports
         self.roles: dict[str, list[dict[str, Any]]] = {}
         self.aws_managed: dict[str, list[str]] = {}
         managed: dict[str, list[dict[str, Any]]] = {}
-        for stack, template in self.templates.items():
+        for template in self.templates.values():
             for logical, res in template["Resources"].items():
                 props = resolve(res.get("Properties", {}), exports)
                 if res["Type"] == "AWS::IAM::Role":
@@ -127,7 +127,7 @@ class Templates:
                 elif res["Type"] == "AWS::IAM::ManagedPolicy":
                     managed[f"${{{logical}}}"] = _as_list(props["PolicyDocument"]["Statement"])
         self.managed = managed
-        for stack, template in self.templates.items():  # attachments, after every role is known
+        for template in self.templates.values():  # attachments, after every role is known
             for logical, res in template["Resources"].items():
                 props = resolve(res.get("Properties", {}), exports)
                 if res["Type"] in ("AWS::IAM::Policy", "AWS::IAM::ManagedPolicy"):

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from collections.abc import AsyncIterator, Awaitable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from kokoro_server_fixture import KokoroServer
 from websockets.asyncio.server import ServerConnection, serve
 
 from voicestream.clients import (
@@ -23,8 +22,6 @@ from voicestream.clients import (
 )
 from voicestream.protocol import SynthesisRequest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kokoro_server_fixture import KokoroServer, kokoro_server  # noqa: E402,F401
 
 T = TypeVar("T")
 

@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -25,6 +26,7 @@ from voicestream.protocol import CloseCode, ErrorEvent, encode_event
 
 from .config import Settings
 from .invocations import invocations
+from .outbox import WRITE_BUFFER_EXTENSION
 from .scheduler import FairScheduler
 from .session import CLOSE, IDLE, STALLED, Session
 from .synth import Synthesizer
@@ -55,6 +57,12 @@ async def ping(request: Request) -> JSONResponse:
         "busy": state.sessions >= settings.max_sessions,  # new sessions are refused with 1013
         "queued": scheduler.queued,
         "running": scheduler.running,
+        # model jobs that finished for a session or request that no longer exists: at most one per
+        # client that left while its job was on the model (tests/kokoro/test_hardening_vanish.py)
+        "orphaned_jobs": scheduler.orphaned,
+        # the most outgoing bytes one live session holds (its outbox, the frame being written, its
+        # transport's write buffer): bounded by outbox.HELD_BYTES_MAX (tests/kokoro/test_hardening_faults.py)
+        "held_bytes_max": max((session.held_bytes() for session in list(state.live)), default=0),
         "tasks": len(asyncio.all_tasks()),  # asyncio tasks alive in the server: a leak shows here
     })
 
@@ -69,10 +77,13 @@ async def bidirectional(websocket: WebSocket) -> None:
         await websocket.close(code=BUSY_CLOSE_CODE, reason=reason)
         return
     state.sessions += 1
+    session = Session(websocket=websocket, synth=state.synth, settings=settings)
+    state.live.add(session)
     try:
-        outcome = await Session(websocket=websocket, synth=state.synth, settings=settings).run()
+        outcome = await session.run()
     finally:
         state.sessions -= 1
+        state.live.discard(session)
     if outcome == CLOSE:
         with contextlib.suppress(Exception):
             await websocket.close(code=CloseCode.NORMAL)
@@ -105,7 +116,9 @@ def websocket_protocol() -> type | str:
 
     class AbortableWebSocketProtocol(WebSocketsSansIOProtocol):
         async def run_asgi(self) -> None:
-            self.scope.setdefault("extensions", {})[ABORT_EXTENSION] = self.transport.abort
+            extensions: dict[str, Any] = self.scope.setdefault("extensions", {})
+            extensions[ABORT_EXTENSION] = self.transport.abort
+            extensions[WRITE_BUFFER_EXTENSION] = self.transport.get_write_buffer_size
             await super().run_asgi()
 
     return AbortableWebSocketProtocol
@@ -118,6 +131,7 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         app.state.settings = settings
         app.state.sessions = 0
+        app.state.live = set()  # the live sessions, for /ping's held_bytes_max
         app.state.ready = False
         scheduler = FairScheduler(workers=1)
         await scheduler.start()

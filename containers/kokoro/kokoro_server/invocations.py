@@ -88,7 +88,7 @@ async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> Async
         if not finished:
             encoder.close()
         speech.cancel()
-        synth.scheduler.cancel_owner(owner)
+        synth.scheduler.forget_owner(owner)
 
 
 async def _binary(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:

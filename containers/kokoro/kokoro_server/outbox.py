@@ -4,6 +4,11 @@ Every frame is tagged with the generation it belongs to (None: a control frame t
 a cancel starts a new generation, so no audio of a cancelled turn leaves after ``cancelled``. The
 queue holds at most OUTBOX_FRAMES frames; a send that makes no progress for ``send_timeout_s``
 ends the session (STALLED: the client stopped reading and its socket buffers are full).
+
+What a session holds for a client that stops reading is bounded by HELD_BYTES_MAX: the queue, the
+frame being written, and the transport's write buffer (uvicorn writes only while it is under
+asyncio's 64 KiB high-water mark, so it ends at most one frame over it). /ping reports the
+largest ``held_bytes`` of the live sessions; tests/kokoro/test_hardening_faults.py checks it.
 """
 
 from __future__ import annotations
@@ -21,6 +26,13 @@ log = logging.getLogger(__name__)
 OUTBOX_FRAMES = 32  # frames a slow reader may leave unsent before the speaker waits for it
 STALLED = "stalled"  # the client read nothing for send_timeout_s while audio waited: 4002
 
+# The transport's write buffer, as the app's WebSocket protocol exposes it in the scope.
+WRITE_BUFFER_EXTENSION = "kokoro.write_buffer"
+TRANSPORT_HIGH_WATER = 64 * 1024  # asyncio's default high-water mark for a transport's write buffer
+WS_HEADER_BYTES = 10  # the most a server frame's header adds (no mask)
+# Frames are at most AUDIO_FRAME_BYTES (audio is cut to it; control frames are far smaller).
+HELD_BYTES_MAX = ((OUTBOX_FRAMES + 2) * (AUDIO_FRAME_BYTES + WS_HEADER_BYTES) + TRANSPORT_HIGH_WATER)
+
 Frame = Union[ServerEvent, bytes]
 
 
@@ -35,8 +47,11 @@ class Outbox:
         self._edge = edge
         self._send_timeout_s = send_timeout_s
         self._on_sent = on_sent
-        self._queue: asyncio.Queue[tuple[int | None, Frame]] = asyncio.Queue(OUTBOX_FRAMES)
+        # events are encoded as they are queued (in order, so the edge sees them as the client will)
+        self._queue: asyncio.Queue[tuple[int | None, bytes | str]] = asyncio.Queue(OUTBOX_FRAMES)
         self.generation = 0
+        self._queued_bytes = 0  # of the frames in the queue
+        self._in_hand = 0  # of the frame being written
 
     def new_generation(self) -> None:
         """Whatever is queued or still to be emitted under older generations is never sent."""
@@ -45,11 +60,21 @@ class Outbox:
     def pending(self) -> bool:
         return not self._queue.empty()
 
+    def held_bytes(self) -> int:
+        """Outgoing bytes this session holds now: queued, being written, and in the transport."""
+        write_buffer = self._ws.scope.get("extensions", {}).get(WRITE_BUFFER_EXTENSION)
+        return self._queued_bytes + self._in_hand + (write_buffer() if write_buffer is not None else 0)
+
+    async def _put(self, gen: int | None, frame: Frame) -> None:
+        wire = frame if isinstance(frame, bytes) else self._edge.encode(frame)
+        await self._queue.put((gen, wire))
+        self._queued_bytes += len(wire)
+
     async def emit(self, gen: int, frame: Frame) -> None:
-        await self._queue.put((gen, frame))
+        await self._put(gen, frame)
 
     async def control(self, event: ServerEvent) -> None:
-        await self._queue.put((None, event))
+        await self._put(None, event)
 
     async def send_audio(self, gen: int, data: bytes) -> int:
         """Queue ``data`` as binary frames of at most AUDIO_FRAME_BYTES; return its length."""
@@ -69,13 +94,15 @@ class Outbox:
         timeout = self._send_timeout_s
         while True:
             gen, frame = await self._queue.get()
+            self._in_hand = len(frame)
+            self._queued_bytes -= self._in_hand
             try:
                 if gen is not None and gen != self.generation:
                     continue  # audio of a cancelled turn: never sent
                 if isinstance(frame, bytes):
                     sending = self._ws.send_bytes(frame)
                 else:
-                    sending = self._ws.send_text(self._edge.encode(frame))
+                    sending = self._ws.send_text(frame)
                 try:
                     await asyncio.wait_for(sending, timeout)
                 except asyncio.TimeoutError:
@@ -83,4 +110,5 @@ class Outbox:
                     return STALLED
                 self._on_sent()
             finally:
+                self._in_hand = 0
                 self._queue.task_done()

@@ -5,7 +5,8 @@ worker thread. Jobs are queued per owner (a WebSocket session or an HTTP request
 takes owners in turn, so one client's long paragraph holds another client's first sentence back
 by at most one chunk, never by its whole length. Cancelling an owner drops its queued jobs at
 once; a chunk already on the model finishes (torch cannot be interrupted) and its audio is
-discarded, so a client that left costs the model at most one chunk.
+discarded, so a client that left costs the model at most one chunk. ``orphaned`` counts those
+chunks (finished for an owner that had already gone), so the claim is measured, not assumed.
 
 Ownership: the engine is used by the worker thread only (``warm_up`` runs before the first job),
 and ``stop`` waits for the chunk in flight, so the engine is never freed under a running job.
@@ -42,6 +43,9 @@ class FairScheduler:
         self._executor: ThreadPoolExecutor | None = None
         self.running = 0
         self.completed = 0
+        self.orphaned = 0  # jobs that finished after their owner left (forget_owner)
+        self._in_flight: collections.Counter[Hashable] = collections.Counter()
+        self._gone: set[Hashable] = set()
 
     @property
     def queued(self) -> int:
@@ -91,6 +95,13 @@ class FairScheduler:
             job.future.cancel()
         return len(queue)
 
+    def forget_owner(self, owner: Hashable) -> None:
+        """The owner has left (session closed, request ended): drop its queue; a job of its that is
+        on the model now still finishes, and is counted in ``orphaned``."""
+        self.cancel_owner(owner)
+        if self._in_flight[owner]:
+            self._gone.add(owner)
+
     def _next_job(self) -> _Job | None:
         while self._turns:
             owner = self._turns.popleft()
@@ -114,6 +125,7 @@ class FairScheduler:
                 await self._wakeup.wait()
                 continue
             self.running += 1
+            self._in_flight[job.owner] += 1
             try:
                 result = await loop.run_in_executor(self._executor, job.fn)
             except asyncio.CancelledError:
@@ -128,3 +140,12 @@ class FairScheduler:
             finally:
                 self.running -= 1
                 self.completed += 1
+                self._finished(job.owner)
+
+    def _finished(self, owner: Hashable) -> None:
+        self._in_flight[owner] -= 1
+        if owner in self._gone:
+            self.orphaned += 1
+        if not self._in_flight[owner]:
+            del self._in_flight[owner]
+            self._gone.discard(owner)

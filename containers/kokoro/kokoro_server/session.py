@@ -21,7 +21,7 @@ from dataclasses import replace
 from starlette.websockets import WebSocket
 from voicestream.protocol import (
     MAX_FRAME_BYTES, Cancel, Cancelled, ClientMessage, Configure, Configured, Delta, ErrorEvent, Flush, Ping,
-    Pong, ServerEdge, SessionSettings, Speak, check_audio_format,
+    Pong, ServerEdge, ServerEvent, SessionSettings, Speak, check_audio_format,
 )
 
 from .config import Settings
@@ -84,13 +84,18 @@ class Session:
             for task in (reader, speaker, writer):
                 task.cancel()
             self._drop_everything()
+            self._synth.scheduler.forget_owner(self)  # the owner of its model jobs (Turns)
             await asyncio.gather(reader, speaker, writer, return_exceptions=True)
+
+    def held_bytes(self) -> int:
+        """Outgoing bytes held for this client now (bounded: outbox.HELD_BYTES_MAX)."""
+        return self._outbox.held_bytes()
 
     def _busy(self) -> bool:
         """Something is still to be spoken or sent: the session is not idle."""
         return self._turns.busy() or self._outbox.pending()
 
-    async def _control(self, event: ErrorEvent | Configured | Cancelled | Pong) -> None:
+    async def _control(self, event: ServerEvent) -> None:
         await self._outbox.control(event)
 
     async def _handle(self, message: ClientMessage) -> None:

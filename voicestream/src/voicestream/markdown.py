@@ -140,10 +140,10 @@ class MarkdownStripper:
                 else:
                     i = r
             elif state == _LINE_START or state == _FENCE_START:
-                r = self._line_start(buf, i, final)
-                if r is None:
+                started = self._line_start(buf, i, final)
+                if started is None:
                     break
-                buf, i = r
+                buf, i = started
                 n = len(buf)
             else:  # _DROP_LINE / _FENCE_LINE: discard up to the newline
                 m = _NEWLINE.search(buf, i)

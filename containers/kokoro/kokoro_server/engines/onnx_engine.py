@@ -22,6 +22,7 @@ import hashlib
 import logging
 import os
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,9 +71,8 @@ def verify_weights(model: ModelDir) -> None:
         )
 
 
-def intra_op_threads(env: dict[str, str] | None = None) -> int:
-    env = os.environ if env is None else env
-    raw = env.get(THREADS_ENV, "")
+def intra_op_threads(env: Mapping[str, str] | None = None) -> int:
+    raw = (os.environ if env is None else env).get(THREADS_ENV, "")
     if raw == "":
         return max(1, os.cpu_count() or 1)
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 PROTOCOL_VERSION: Final = 1
 TRANSPORTS: Final = ("binary", "sse")
@@ -84,7 +84,7 @@ def check_identifier(value: object, *, name: str) -> str:
 def check_transport(value: object, *, name: str = "transport") -> Transport:
     if value not in TRANSPORTS:
         raise invalid(name, f"must be one of {', '.join(TRANSPORTS)}, got {value!r}")
-    return value  # type: ignore[return-value]
+    return cast(Transport, value)
 
 
 def optional_id(payload: dict[str, Any], name: str) -> str | None:

@@ -151,7 +151,9 @@ def message_from_payload(payload: dict[str, Any]) -> ClientMessage:
         if "text" not in payload:
             raise ProtocolError("invalid_field", "text: is required", field="text")
         return Delta(text=check_text(payload["text"], allow_empty=True))
-    return {"flush": Flush, "cancel": Cancel, "close": Close, "ping": Ping}[kind]()
+    bare: dict[str, type[Flush | Cancel | Close | Ping]] = {"flush": Flush, "cancel": Cancel, "close": Close,
+                                                           "ping": Ping}
+    return bare[kind]()
 
 
 def message_to_payload(message: ClientMessage) -> dict[str, Any]:

@@ -1,0 +1,47 @@
+"""Helpers the Kokoro container's tests share: a real server started the way the container starts
+it (voicestream.launch), with the test-side views they need. Imported by name (pytest's
+``pythonpath`` puts this folder on the path), not through conftest."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from voicestream.launch import KokoroProcess, free_port
+
+__all__ = ["Server", "free_port", "start_server"]
+
+
+class Server(KokoroProcess):
+    """A running ``python -m kokoro_server serve``; ``log`` is where its output goes."""
+
+    @property
+    def log(self) -> Path:
+        assert self.log_path is not None
+        return self.log_path
+
+    @property
+    def http(self) -> str:
+        return self.url
+
+    @property
+    def ws(self) -> str:
+        return self.ws_url
+
+    def wait_idle(self, *, attempts: int = 100) -> dict[str, Any]:
+        """Poll /ping until no session, job or model run is left (bounded)."""
+        status: dict[str, Any] = {}
+        for _ in range(attempts):
+            status = self.ping()
+            if status["sessions"] == 0 and status["queued"] == 0 and status["running"] == 0:
+                return status
+            time.sleep(0.1)
+        return status
+
+
+def start_server(model_dir: Path, log: Path, *, env: dict[str, str] | None = None, timeout: float = 180) -> Server:
+    server = Server(model_dir=model_dir, python=sys.executable, log_path=log, env=env)
+    server.start(timeout_s=timeout)
+    return server
