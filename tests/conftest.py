@@ -2,3 +2,4 @@
 ``pythonpath`` (pyproject.toml) puts on the path; test modules import them by name."""
 
 from kokoro_server_fixture import kokoro_server  # noqa: F401 (a pytest fixture, registered here)
+from sagemaker_local_fixture import sagemaker_local  # noqa: F401 (a pytest fixture, registered here)

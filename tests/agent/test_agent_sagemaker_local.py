@@ -14,7 +14,7 @@ import uvicorn
 from agent_harness import ANSWER, PIECES, RunningAgent, free_port, poll, scripted
 from agent_wire import ws_open, ws_turn
 
-from sagemaker_local_fixture import SageMakerLocal, sagemaker_local  # noqa: F401 (pytest fixture)
+from sagemaker_local_fixture import SageMakerLocal
 from voice_agent.app import create_app
 from voice_agent.config import AgentConfig
 

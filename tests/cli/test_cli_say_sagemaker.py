@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import wave
 from pathlib import Path
 
@@ -11,9 +10,7 @@ from typer.testing import CliRunner
 
 from cli import deploy_tts
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kokoro_server_fixture import kokoro_server  # noqa: E402,F401
-from sagemaker_local_fixture import SageMakerLocal, sagemaker_local  # noqa: E402,F401
+from sagemaker_local_fixture import SageMakerLocal
 
 runner = CliRunner()
 

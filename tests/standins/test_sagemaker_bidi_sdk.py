@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from collections.abc import Awaitable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -31,9 +29,7 @@ from voicestream.clients import (
 )
 from voicestream.clients._crt import CaBundleCRTClient
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kokoro_server_fixture import kokoro_server  # noqa: E402,F401
-from sagemaker_local_fixture import ACCESS_KEY_ID, SECRET_ACCESS_KEY, SageMakerLocal, sagemaker_local  # noqa: E402,F401
+from sagemaker_local_fixture import ACCESS_KEY_ID, SECRET_ACCESS_KEY, SageMakerLocal
 
 T = TypeVar("T")
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from pathlib import Path
 
 import boto3
 import botocore.exceptions
@@ -18,9 +16,7 @@ from voicestream.clients import TtsServerError
 from voicestream.clients.sagemaker import SageMakerStreamingTts
 from voicestream.protocol import SynthesisRequest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kokoro_server_fixture import kokoro_server  # noqa: E402,F401
-from sagemaker_local_fixture import SageMakerLocal, sagemaker_local  # noqa: E402,F401
+from sagemaker_local_fixture import SageMakerLocal
 
 
 @pytest.fixture
