@@ -5,44 +5,20 @@ AWS_CA_BUNDLE), exactly as an operator would."""
 
 from __future__ import annotations
 
-import contextlib
-import threading
-from collections.abc import Iterator
-
 import pytest
-import uvicorn
-from agent_harness import ANSWER, PIECES, RunningAgent, free_port, poll, scripted
+from agent_harness import ANSWER, PIECES, poll, serve_agent
 from agent_wire import ws_open, ws_turn
 
 from sagemaker_local_fixture import SageMakerLocal
-from voice_agent.app import create_app
-from voice_agent.config import AgentConfig
-
-
-@contextlib.contextmanager
-def serve_sagemaker_agent(standin: SageMakerLocal) -> Iterator[RunningAgent]:
-    config = AgentConfig(model="offline", offline_reason="tests", tts_endpoint=standin.endpoint_name,
-                         region=standin.region, max_prompt_chars=500)
-    app = create_app(config=config, models=lambda: scripted())
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, name=f"agent-sm-{port}", daemon=True)
-    thread.start()
-    if not poll(lambda: server.started or not thread.is_alive(), timeout=30):
-        raise RuntimeError("the agent did not start")
-    try:
-        yield RunningAgent(url=f"http://127.0.0.1:{port}", app=app)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=15)
 
 
 def test_agent_speaks_a_whole_turn_through_the_sagemaker_stand_in(
-    sagemaker_local: SageMakerLocal, monkeypatch: pytest.MonkeyPatch  # noqa: F811
+    sagemaker_local: SageMakerLocal, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name, value in sagemaker_local.client_env().items():
         monkeypatch.setenv(name, value)
-    with serve_sagemaker_agent(sagemaker_local) as agent:
+    with serve_agent(tts_url=None, tts_endpoint=sagemaker_local.endpoint_name,
+                     region=sagemaker_local.region) as agent:
         ws, ready = ws_open(agent.ws_url)
         with ws:
             assert ready["tts"] == "sagemaker"
