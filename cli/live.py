@@ -10,7 +10,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
-from cli.aws import AwsTarget
+from botocore.exceptions import ClientError
+from rich.markup import escape
+
+from cli.aws import AwsTarget, describe_error
 
 WINDOW_MINUTES: Final = 15
 _QUERIES: Final = (  # report key, metric, statistic
@@ -22,7 +25,15 @@ _QUERIES: Final = (  # report key, metric, statistic
 
 
 def live_report(*, target: AwsTarget, name: str, now: datetime | None = None) -> dict[str, Any]:
-    """The figures over the window (None where no line was logged: an idle endpoint) and alarms."""
+    """The figures over the window (None where no line was logged: an idle endpoint) and alarms;
+    ``error`` instead when CloudWatch cannot be read (status still reports everything else)."""
+    try:
+        return _read(target=target, name=name, now=now)
+    except ClientError as exc:
+        return {"window_minutes": WINDOW_MINUTES, "error": describe_error(exc).message}
+
+
+def _read(*, target: AwsTarget, name: str, now: datetime | None) -> dict[str, Any]:
     end = now or datetime.now(timezone.utc)
     cloudwatch = target.client("cloudwatch")
     response = cloudwatch.get_metric_data(
@@ -49,6 +60,8 @@ def live_report(*, target: AwsTarget, name: str, now: datetime | None = None) ->
 
 def live_rows(live: dict[str, Any]) -> list[tuple[str, str]]:
     """Rows for the status table."""
+    if "error" in live:
+        return [("  live figures", f"[red]unavailable: {escape(str(live['error']))}[/]")]
     def shown(value: Any, unit: str = "") -> str:
         return "no data" if value is None else f"{value:g}{unit}"
     firing = live["alarms_in_alarm"]
@@ -57,5 +70,5 @@ def live_rows(live: dict[str, Any]) -> list[tuple[str, str]]:
         ("  open sessions (avg per instance)", shown(live["open_sessions"])),
         ("  queued model jobs (max)", shown(live["queued_model_jobs"])),
         ("  stalls (total)", shown(live["stall_ms"], " ms")),
-        ("  alarms in ALARM", f"[red]{', '.join(firing)}[/]" if firing else "none"),
+        ("  alarms in ALARM", f"[red]{escape(', '.join(firing))}[/]" if firing else "none"),
     ]

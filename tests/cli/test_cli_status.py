@@ -122,7 +122,8 @@ def test_agent_status_when_agentcore_api_is_unreachable(aws, monkeypatch) -> Non
 
 def test_tts_status_shows_live_figures_from_cloudwatch(aws) -> None:  # type: ignore[no-untyped-def]
     """moto_server's CloudWatch: metric data as the stack's metric filters would publish it, and an
-    alarm of the endpoint in ALARM next to another endpoint's."""
+    alarm of the endpoint in ALARM next to another endpoint's. moto 5.2.5 cannot compute percentile
+    statistics in GetMetricData (it fails with data present), so first audio is checked empty only."""
     from datetime import datetime, timezone
 
     deploy_foundation()
@@ -146,3 +147,19 @@ def test_tts_status_shows_live_figures_from_cloudwatch(aws) -> None:  # type: ig
     assert live["alarms_in_alarm"] == ["mine"]
     table = runner.invoke(deploy_tts.app, ["status"])
     assert table.exit_code == 0 and "open sessions" in table.stdout and "mine" in table.stdout
+
+
+def test_tts_status_survives_a_cloudwatch_error(aws) -> None:  # type: ignore[no-untyped-def]
+    """A CloudWatch failure (here moto's own 500 on a percentile with data present) costs the live
+    figures only: status still reports the rest and exits 0."""
+    from datetime import datetime, timezone
+
+    deploy_foundation()
+    deploy_model_cache()
+    deploy_endpoint()
+    session().client("cloudwatch").put_metric_data(Namespace="KokoroTTS/kokoro-tts", MetricData=[
+        {"MetricName": "FirstAudioMs", "Value": 420.0, "Timestamp": datetime.now(timezone.utc)}])
+    report = _json(deploy_tts.app)
+    assert report["endpoint"]["status"] == "InService" and "error" in report["live"]
+    table = runner.invoke(deploy_tts.app, ["status"])
+    assert table.exit_code == 0 and "unavailable" in table.stdout
