@@ -3,7 +3,7 @@
 Two inputs, both committed files that name where they come from: the price table
 (cli/sagemaker_prices.json: source and date inside) and a measured sessions-per-instance figure
 from bench/results (a ``capacity`` block: ``instance_type``, ``sessions``, ``budget_ms``, written
-by a benchmark run on that instance type). Where no measurement exists for the instance type,
+by ``python -m bench.capacity --instance-type T`` run on that instance type). Where no measurement exists for the instance type,
 plan says so and asks for ``--sessions-per-instance`` rather than inventing a figure.
 """
 
@@ -19,7 +19,8 @@ from cli.aws import CliError
 
 REPO: Final = Path(__file__).resolve().parent.parent
 PRICES: Final = Path(__file__).resolve().parent / "sagemaker_prices.json"
-RESULTS: Final = (REPO / "bench/results/latest.json", REPO / "bench/results/gpu/latest.json")
+RESULTS: Final = (REPO / "bench/results/capacity.json", REPO / "bench/results/gpu/capacity.json",
+                  REPO / "bench/results/latest.json", REPO / "bench/results/gpu/latest.json")
 HEADROOM: Final = 0.75
 """The scaling target is 75 % of the measured capacity: a scale-out takes minutes (cooldown plus an
 instance start), and sessions keep arriving meanwhile."""
@@ -60,7 +61,8 @@ def measured_capacity(instance_type: str, results: tuple[Path, ...] = RESULTS) -
         block = json.loads(path.read_text()).get("capacity")
         if isinstance(block, dict) and block.get("instance_type") == instance_type and int(block.get("sessions", 0)) > 0:
             when = json.loads(path.read_text()).get("timestamp", "undated")
-            return Capacity(sessions=int(block["sessions"]), source=f"{path.relative_to(REPO)} ({when})")
+            shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+            return Capacity(sessions=int(block["sessions"]), source=f"{shown} ({when})")
     return None
 
 

@@ -56,17 +56,13 @@ def test_an_unpriced_instance_type_says_so() -> None:
     assert result.exit_code == 0 and "no price known" in result.output
 
 
-def test_measured_capacity_is_read_from_a_results_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    results = plan.REPO / "bench/results"
-    fake = results / "capacity-test-tmp.json"
+def test_measured_capacity_is_read_from_a_results_file(tmp_path: Path) -> None:
+    fake = tmp_path / "capacity.json"
     fake.write_text(json.dumps({"timestamp": "2026-12-01T00:00:00+00:00",
                                 "capacity": {"instance_type": "ml.g5.xlarge", "sessions": 16, "budget_ms": 1000}}))
-    try:
-        found = plan.measured_capacity("ml.g5.xlarge", (fake,))
-        assert found is not None and found.sessions == 16 and "2026-12-01" in found.source
-        assert plan.measured_capacity("ml.m5.xlarge", (fake,)) is None
-    finally:
-        fake.unlink()
+    found = plan.measured_capacity("ml.g5.xlarge", (fake,))
+    assert found is not None and found.sessions == 16 and "2026-12-01" in found.source
+    assert plan.measured_capacity("ml.m5.xlarge", (fake,)) is None
 
 
 def test_bad_sessions_is_a_clear_error() -> None:
