@@ -34,7 +34,8 @@ def live_report(*, target: AwsTarget, name: str, now: datetime | None = None) ->
 
 
 def _read(*, target: AwsTarget, name: str, now: datetime | None) -> dict[str, Any]:
-    end = now or datetime.now(timezone.utc)
+    # To the next whole minute: CloudWatch aligns data to minutes, and the current minute counts.
+    end = (now or datetime.now(timezone.utc)).replace(second=0, microsecond=0) + timedelta(minutes=1)
     cloudwatch = target.client("cloudwatch")
     response = cloudwatch.get_metric_data(
         MetricDataQueries=[{
