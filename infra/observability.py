@@ -63,7 +63,7 @@ class EndpointObservability(Construct):
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
             "Saturation": cloudwatch.Alarm(
                 self, "SaturationAlarm",
-                alarm_description=(f"{endpoint_name}: concurrency above the scaling target ({scaling_target:g}) "
+                alarm_description=(f"{endpoint_name}: the scaling metric above its target ({scaling_target:g}) "
                                    f"for {SATURATION_PERIODS} minutes (docs/operations.md#saturation)"),
                 metric=scaling_metric, threshold=scaling_target,
                 evaluation_periods=SATURATION_PERIODS,
@@ -111,7 +111,7 @@ class EndpointObservability(Construct):
         sagemaker = {"namespace": "AWS/SageMaker", "dimensions_map": dims, "period": minute}
         dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{endpoint_name}-voice")
         dashboard.add_widgets(
-            cloudwatch.GraphWidget(title="Concurrency against the scaling target", left=[scaling_metric],
+            cloudwatch.GraphWidget(title="Load against the scaling target (the policy's own metric)", left=[scaling_metric],
                                    left_annotations=[target], width=12),
             cloudwatch.GraphWidget(title="Time to first audio (container, ms)",
                                    left=[self.metric(vm.FIRST_AUDIO, "p50", minute), self.first_audio_p95],

@@ -54,7 +54,7 @@ def test_dashboard_shows_what_the_issue_asks(default_synth: Synthesized) -> None
     (dashboard,) = template.find_resources("AWS::CloudWatch::Dashboard").values()
     body = json.loads(render(dashboard["Properties"]["DashboardBody"]))
     text = json.dumps(body)
-    for metric in ("ConcurrentRequestsPerModel", "FirstAudioMs", "StallMs", "Invocation5XXErrors",
+    for metric in ("ConcurrentRequestsPerModel", "FirstAudioMs", "StallMs", "FirstChunkLatency", "Invocation5XXErrors",
                    "GPUUtilization", "OpenSessions", "QueuedModelJobs", "ContainerRestarts"):
         assert metric in text, metric
     annotations = [a["value"] for w in body["widgets"]
@@ -66,3 +66,15 @@ def test_dashboard_shows_what_the_issue_asks(default_synth: Synthesized) -> None
 def test_a_bad_budget_names_its_key(bad: str) -> None:
     with pytest.raises(ConfigError, match="firstAudioBudgetMs"):
         Settings.from_context(lambda key: bad if key == "firstAudioBudgetMs" else None)
+
+
+def test_status_reads_what_the_stack_publishes(default_synth: Synthesized) -> None:
+    """`deploy-tts status` queries metrics by name (cli never imports infra): each must be one a
+    deployed filter publishes, in the namespace it publishes to."""
+    from cli import live
+
+    published = {(t["MetricNamespace"], t["MetricName"])
+                 for r in default_synth.templates["KokoroTtsEndpoint"]["Resources"].values()
+                 if r["Type"] == "AWS::Logs::MetricFilter" for t in r["Properties"]["MetricTransformations"]}
+    for _, metric, _ in live._QUERIES:
+        assert ("KokoroTTS/kokoro-tts", metric) in published, metric
