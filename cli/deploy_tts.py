@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -41,6 +42,9 @@ from cli.options import (
     WaitTimeout,
     Yes,
 )
+from cli.live import live_report
+from cli.plan import load_prices, make_plan, resolve_capacity
+from cli.plan import render as render_plan_text
 from cli.preflight import run_preflight
 from cli.scaling import AUTOSCALING_KEY, release_for_instance_change, restore_from_stack
 from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
@@ -273,7 +277,30 @@ def status(
             "endpoint": endpoint_report(target=target, name=name),
             "model_cache": cache_report(target=target, outputs=outputs[MODEL_CACHE_STACK]),
         }
+        if report["endpoint"]["status"] == "InService":
+            report["live"] = live_report(target=target, name=name)
         render_report(report, as_json=as_json)
+
+
+@app.command()
+def plan(
+    sessions: Annotated[int, typer.Option("--sessions", help="Concurrent sessions to serve at peak.")],
+    instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
+    sessions_per_instance: Annotated[
+        int | None,
+        typer.Option("--sessions-per-instance",
+                     help="Your own measured capacity of one instance (default: bench/results' figure)."),
+    ] = None,
+    as_json: JsonOutput = False,
+) -> None:
+    """Instances, scaling target and hourly cost for N sessions, from measured capacity."""
+    with cli_errors():
+        capacity = resolve_capacity(instance_type, sessions_per_instance)
+        result = make_plan(sessions=sessions, instance_type=instance_type, capacity=capacity, prices=load_prices())
+        if as_json:
+            print(json.dumps(result.to_json(), indent=2))
+        else:
+            out_console().print(render_plan_text(result))
 
 
 @app.command()

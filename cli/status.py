@@ -171,6 +171,11 @@ def render_report(report: dict[str, Any], *, as_json: bool) -> None:
             )
             if ep.get("failure_reason"):
                 details.add_row("  failure", f"[red]{escape(str(ep['failure_reason']))}[/]")
+    if report.get("live"):
+        from cli.live import live_rows
+
+        for what, value in live_rows(report["live"]):
+            details.add_row(what, value)
     if "model_cache" in report:
         mc = report["model_cache"]
         details.add_row("Model cache", _style(mc["status"]))

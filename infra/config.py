@@ -74,6 +74,8 @@ class Settings:
     bootstrap_qualifier: str = "hnb659fds"
     autoscaling: bool = True
     """False only for deploy-tts's intermediate deploy of an instance-type change (cli/scaling.py)."""
+    first_audio_budget_ms: int = 1000
+    """The promise: p95 time to first audio in the container; the first-audio alarm's threshold."""
     warnings: tuple[str, ...] = ()
 
     @property
@@ -141,6 +143,7 @@ class Settings:
         runtime_name = _text(value("agentRuntimeName"), "agentRuntimeName", _RUNTIME_NAME,
                              "AgentCore runtime names match ^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 
+        budget = _integer(value("firstAudioBudgetMs"), "firstAudioBudgetMs", low=50, high=60_000)
         qualifier = get(BOOTSTRAP_QUALIFIER_KEY) or "hnb659fds"
         qualifier = _text(qualifier, BOOTSTRAP_QUALIFIER_KEY, _QUALIFIER,
                           "CDK bootstrap qualifiers are 1-10 lowercase letters and digits")
@@ -159,6 +162,7 @@ class Settings:
             agent_runtime_name=runtime_name,
             bootstrap_qualifier=qualifier,
             autoscaling=autoscaling,
+            first_audio_budget_ms=budget,
             warnings=warnings,
         )
 

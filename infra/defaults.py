@@ -30,7 +30,7 @@ VARIANT_NAME: Final = "AllTraffic"
 SHARED_KEYS: Final = (
     "instanceType", "engine", "endpointName", "minInstances", "maxInstances",
     "targetConcurrentRequestsPerInstance", "startupHealthCheckTimeoutSeconds",
-    "modelRevision", "bedrockModelId", "agentRuntimeName",
+    "modelRevision", "bedrockModelId", "agentRuntimeName", "firstAudioBudgetMs",
 )
 
 # Cross-Region inference profiles are named by geography; a Region belongs to one of them.

@@ -19,18 +19,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from infra.config import Settings
+from infra.observability import EndpointObservability
 from infra.shared import REPO_ROOT, TTS_IMAGE_EXCLUDES, VARIANT_NAME
 
 MODEL_MOUNT: Final = "/opt/ml/model"
 MODEL_DATA_DOWNLOAD_TIMEOUT_SECONDS: Final = 1200
 """About 330 MB of weights and voices; generous so a slow first copy does not fail the deploy."""
 
-ERROR_5XX_THRESHOLD: Final = 5
-"""5xx responses summed over 5 minutes. A few means a crashing or overloaded container."""
-LATENCY_P90_THRESHOLD_MICROSECONDS: Final = 5_000_000
-"""p90 ModelLatency (reported in microseconds) above 5 s for 15 minutes. For request/response
-synthesis of a sentence this is far above normal (well under 1 s on ml.g5); for bidirectional
-streams ModelLatency covers a whole session, so retune it if sessions are routinely long."""
 GPU_INFERENCE_AMI: Final = "al2023-ami-sagemaker-inference-gpu-4-1"
 """NVIDIA driver 580 (CUDA 13.0) per the botocore model: the image is CUDA 12.8 (nvidia/cuda
 12.8.1, torch cu128), which needs driver >= 570. The al2 AMIs carry 535/550 (CUDA 12.2/12.4) and
@@ -100,7 +95,17 @@ class TtsEndpointStack(Stack):
             endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
         )
         self.scalable_target = self._autoscaling(settings) if settings.autoscaling else None
-        self.alarms = self._alarms(settings.endpoint_name)
+        self.observability = EndpointObservability(
+            self, "Observability", endpoint_name=settings.endpoint_name, endpoint=self.endpoint,
+            first_audio_budget_ms=settings.first_audio_budget_ms,
+            # What the scaling policy tracks, per instance, against the policy's own target.
+            scaling_metric=cloudwatch.Metric(
+                namespace="AWS/SageMaker", metric_name="ConcurrentRequestsPerModel",
+                dimensions_map={"EndpointName": settings.endpoint_name, "VariantName": VARIANT_NAME},
+                statistic="Average", period=Duration.minutes(1)),
+            scaling_target=float(settings.target_concurrent_requests_per_instance),
+        )
+        self.alarms = list(self.observability.alarms.values())
 
         CfnOutput(self, "EndpointName", value=self.endpoint.attr_endpoint_name,
                   description="SageMaker endpoint serving Kokoro TTS")
@@ -152,30 +157,3 @@ class TtsEndpointStack(Stack):
                 )),
         )
         return target
-
-    def _alarms(self, endpoint_name: str) -> list[cloudwatch.Alarm]:
-        dimensions = {"EndpointName": endpoint_name, "VariantName": VARIANT_NAME}
-        errors = cloudwatch.Alarm(
-            self, "Invocation5xxAlarm",
-            alarm_description=f"{endpoint_name}: {ERROR_5XX_THRESHOLD}+ 5xx responses in 5 minutes",
-            metric=cloudwatch.Metric(
-                namespace="AWS/SageMaker", metric_name="Invocation5XXErrors",
-                dimensions_map=dimensions, statistic="Sum", period=Duration.minutes(5)),
-            threshold=ERROR_5XX_THRESHOLD,
-            evaluation_periods=1,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        latency = cloudwatch.Alarm(
-            self, "ModelLatencyAlarm",
-            alarm_description=f"{endpoint_name}: p90 ModelLatency above "
-                              f"{LATENCY_P90_THRESHOLD_MICROSECONDS // 1000} ms for 15 minutes",
-            metric=cloudwatch.Metric(
-                namespace="AWS/SageMaker", metric_name="ModelLatency",
-                dimensions_map=dimensions, statistic="p90", period=Duration.minutes(5)),
-            threshold=LATENCY_P90_THRESHOLD_MICROSECONDS,
-            evaluation_periods=3,
-            comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
-        )
-        return [errors, latency]

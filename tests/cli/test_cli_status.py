@@ -118,3 +118,48 @@ def test_agent_status_when_agentcore_api_is_unreachable(aws, monkeypatch) -> Non
     assert "could not reach the AgentCore control API" in runtime["detail"]
     table = runner.invoke(deploy_agent.app, ["status"])
     assert table.exit_code == 0 and "not available" in table.stdout
+
+
+def test_tts_status_shows_live_figures_from_cloudwatch(aws) -> None:  # type: ignore[no-untyped-def]
+    """moto_server's CloudWatch: metric data as the stack's metric filters would publish it, and an
+    alarm of the endpoint in ALARM next to another endpoint's. moto 5.2.5 cannot compute percentile
+    statistics in GetMetricData (it fails with data present), so first audio is checked empty only."""
+    from datetime import datetime, timezone
+
+    deploy_foundation()
+    deploy_model_cache()
+    deploy_endpoint()
+    cloudwatch = session().client("cloudwatch")
+    now = datetime.now(timezone.utc)
+    cloudwatch.put_metric_data(Namespace="KokoroTTS/kokoro-tts", MetricData=[
+        {"MetricName": "OpenSessions", "Value": value, "Timestamp": now} for value in (3.0, 5.0)
+    ] + [{"MetricName": "QueuedModelJobs", "Value": 2.0, "Timestamp": now}])
+    for name, description in (("mine", "kokoro-tts: p95 first audio over budget"), ("other", "other-ep: x")):
+        cloudwatch.put_metric_alarm(
+            AlarmName=name, AlarmDescription=description, Namespace="KokoroTTS/x", MetricName="FirstAudioMs",
+            Statistic="Average", Period=60, EvaluationPeriods=1, Threshold=1.0,
+            ComparisonOperator="GreaterThanThreshold")
+        cloudwatch.set_alarm_state(AlarmName=name, StateValue="ALARM", StateReason="test")
+    report = _json(deploy_tts.app)
+    live = report["live"]
+    assert live["open_sessions"] == 4.0 and live["queued_model_jobs"] == 2.0
+    assert live["first_audio_p95_ms"] is None  # nothing logged: no data, not zero
+    assert live["alarms_in_alarm"] == ["mine"]
+    table = runner.invoke(deploy_tts.app, ["status"])
+    assert table.exit_code == 0 and "open sessions" in table.stdout and "mine" in table.stdout
+
+
+def test_tts_status_survives_a_cloudwatch_error(aws) -> None:  # type: ignore[no-untyped-def]
+    """A CloudWatch failure (here moto's own 500 on a percentile with data present) costs the live
+    figures only: status still reports the rest and exits 0."""
+    from datetime import datetime, timezone
+
+    deploy_foundation()
+    deploy_model_cache()
+    deploy_endpoint()
+    session().client("cloudwatch").put_metric_data(Namespace="KokoroTTS/kokoro-tts", MetricData=[
+        {"MetricName": "FirstAudioMs", "Value": 420.0, "Timestamp": datetime.now(timezone.utc)}])
+    report = _json(deploy_tts.app)
+    assert report["endpoint"]["status"] == "InService" and "error" in report["live"]
+    table = runner.invoke(deploy_tts.app, ["status"])
+    assert table.exit_code == 0 and "unavailable" in table.stdout

@@ -21,6 +21,7 @@ OVERRIDES: Mapping[str, Any] = {
     "instanceType": "ml.m5.xlarge",
     "minInstances": "2",
     "maxInstances": "3",
+    "firstAudioBudgetMs": "750",
 }
 # Anything that could let synthesis reach AWS or pick up a developer's account.
 _SCRUBBED = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE",

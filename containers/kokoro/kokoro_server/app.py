@@ -26,6 +26,7 @@ from voicestream.protocol import CloseCode, ErrorEvent, encode_event
 
 from .config import Settings
 from .invocations import invocations
+from .metrics import report_load
 from .outbox import WRITE_BUFFER_EXTENSION
 from .scheduler import FairScheduler
 from .session import CLOSE, IDLE, STALLED, Session
@@ -137,9 +138,13 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
         await scheduler.start()
         app.state.synth = synth_factory(scheduler)
         app.state.ready = True
+        reporter = asyncio.create_task(report_load(lambda: {
+            "sessions": app.state.sessions, "queued": scheduler.queued, "running": scheduler.running,
+        }), name="metrics-load")
         try:
             yield
         finally:
+            reporter.cancel()
             app.state.ready = False
             await scheduler.stop()
             app.state.synth.close()

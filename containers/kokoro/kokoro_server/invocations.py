@@ -24,6 +24,7 @@ from voicestream.protocol import (
 )
 
 from .audio import CONTENT_TYPES, StreamEncoder, encode_off_loop, validate_format
+from .metrics import UtteranceClock
 from .synth import Synthesizer
 
 log = logging.getLogger(__name__)
@@ -79,11 +80,14 @@ async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> Async
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
     speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed)
     finished = False
+    clock = UtteranceClock(route="http", fmt=req.format)
     try:
         async for chunk in speech:
             yield await encode_off_loop(encoder, chunk.synthesis.audio), chunk.synthesis.seconds, chunk.synthesis_s
+            clock.audio(seconds=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s)
         finished = True
         yield encoder.finish(), 0.0, 0.0
+        clock.finish()
     finally:  # the client left or the stream ended: free the model now
         if not finished:
             encoder.close()

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from voicestream.protocol import ErrorEvent, SessionSettings, TurnEnd, UtteranceEnd, UtteranceStart
 
 from .audio import StreamEncoder, encode_off_loop
+from .metrics import UtteranceClock
 from .outbox import Outbox
 from .turns import TurnMark, Turns, TurnStats, Utterance
 
@@ -41,6 +42,7 @@ class Speaker:
         outbox = self._outbox
         await outbox.emit(utt.gen, UtteranceStart(id=utt.id, turn=utt.turn, text=utt.text))
         encoder = StreamEncoder(fmt=settings.format, sample_rate=settings.sample_rate)
+        clock = UtteranceClock(route="ws", fmt=settings.format)
         audio_s = synthesis_s = 0.0
         sent = 0
         try:
@@ -51,6 +53,7 @@ class Speaker:
                 audio_s += chunk.synthesis.seconds
                 synthesis_s += chunk.synthesis_s
                 sent += await outbox.send_audio(utt.gen, await encode_off_loop(encoder, chunk.synthesis.audio))
+                clock.audio(seconds=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s)
             sent += await outbox.send_audio(utt.gen, encoder.finish())
         except asyncio.CancelledError:
             encoder.close()
@@ -68,6 +71,7 @@ class Speaker:
             ))
             return
         self._turns.spoken(utt, audio_s)
+        clock.finish()
         await outbox.emit(utt.gen, UtteranceEnd(
             id=utt.id, turn=utt.turn, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
             bytes=sent, format=settings.format, sample_rate=settings.sample_rate,

@@ -30,6 +30,8 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from . import metrics
+
 log = logging.getLogger("kokoro_server.supervisor")
 
 EXIT_BAD_MODEL = 2  # the serving process refused to start: retrying cannot help
@@ -145,6 +147,7 @@ class Supervisor:
                 return 1
             delay = self._backoff_s[min(restarts, len(self._backoff_s) - 1)]
             restarts += 1
+            metrics.emit(metrics.RESTART, reason=describe(code))
             log.error("supervisor: the serving process died (%s); /ping fails until it is back; "
                       "restarting in %.1f s (restart %d)", describe(code), delay, restarts)
             time.sleep(delay)

@@ -1,0 +1,110 @@
+"""`deploy-tts plan`: instances, scaling target and hourly cost for N concurrent sessions.
+
+Two inputs, both committed files that name where they come from: the price table
+(cli/sagemaker_prices.json: source and date inside) and a measured sessions-per-instance figure
+from bench/results (a ``capacity`` block: ``instance_type``, ``sessions``, ``budget_ms``, written
+by ``python -m bench.capacity --instance-type T`` run on that instance type). Where no measurement exists for the instance type,
+plan says so and asks for ``--sessions-per-instance`` rather than inventing a figure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from cli.aws import CliError
+
+REPO: Final = Path(__file__).resolve().parent.parent
+PRICES: Final = Path(__file__).resolve().parent / "sagemaker_prices.json"
+RESULTS: Final = (REPO / "bench/results/capacity.json", REPO / "bench/results/gpu/capacity.json",
+                  REPO / "bench/results/latest.json", REPO / "bench/results/gpu/latest.json")
+HEADROOM: Final = 0.75
+"""The scaling target is 75 % of the measured capacity: a scale-out takes minutes (cooldown plus an
+instance start), and sessions keep arriving meanwhile."""
+HOURS_PER_MONTH: Final = 730
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capacity:
+    sessions: int
+    source: str  # the file (and run) the figure comes from, or "--sessions-per-instance"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Plan:
+    sessions: int
+    instance_type: str
+    sessions_per_instance: int
+    capacity_source: str
+    instances: int
+    scaling_target: int
+    usd_per_hour: float | None
+    usd_per_month: float | None
+    price_source: str
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def load_prices(path: Path = PRICES) -> dict[str, Any]:
+    return dict(json.loads(path.read_text()))
+
+
+def measured_capacity(instance_type: str, results: tuple[Path, ...] = RESULTS) -> Capacity | None:
+    """The sessions one instance of ``instance_type`` sustained in a benchmark, if one measured it."""
+    for path in results:
+        if not path.is_file():
+            continue
+        block = json.loads(path.read_text()).get("capacity")
+        if isinstance(block, dict) and block.get("instance_type") == instance_type and int(block.get("sessions", 0)) > 0:
+            when = json.loads(path.read_text()).get("timestamp", "undated")
+            shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
+            return Capacity(sessions=int(block["sessions"]), source=f"{shown} ({when})")
+    return None
+
+
+def make_plan(*, sessions: int, instance_type: str, capacity: Capacity, prices: dict[str, Any]) -> Plan:
+    if sessions < 1:
+        raise CliError("--sessions: expected at least 1")
+    if capacity.sessions < 1:
+        raise CliError("--sessions-per-instance: expected at least 1")
+    target = max(1, math.floor(capacity.sessions * HEADROOM))
+    instances = math.ceil(sessions / target)  # enough that each runs at or under the scaling target
+    rate = prices["usd_per_hour"].get(instance_type)
+    hourly = None if rate is None else round(instances * float(rate), 3)
+    return Plan(
+        sessions=sessions, instance_type=instance_type, sessions_per_instance=capacity.sessions,
+        capacity_source=capacity.source, instances=instances, scaling_target=target,
+        usd_per_hour=hourly, usd_per_month=None if hourly is None else round(hourly * HOURS_PER_MONTH, 2),
+        price_source=f"{prices['source']}, retrieved {prices['retrieved']}" if rate is not None
+        else f"no price for {instance_type} in cli/sagemaker_prices.json",
+    )
+
+
+def resolve_capacity(instance_type: str, override: int | None) -> Capacity:
+    if override is not None:
+        return Capacity(sessions=override, source="--sessions-per-instance")
+    measured = measured_capacity(instance_type)
+    if measured is None:
+        raise CliError(
+            f"no measured sessions-per-instance figure for {instance_type} in bench/results "
+            "(no 'capacity' block for that instance type): run the benchmark on one "
+            "(bench/gpu.sh on a GPU instance), or pass --sessions-per-instance N from your own measurement"
+        )
+    return measured
+
+
+def render(plan: Plan) -> str:
+    cost = ("no price known" if plan.usd_per_hour is None
+            else f"${plan.usd_per_hour:.2f}/hour, about ${plan.usd_per_month:,.0f}/month")
+    return "\n".join([
+        f"{plan.sessions} concurrent sessions on {plan.instance_type}:",
+        f"  capacity       {plan.sessions_per_instance} sessions per instance ({plan.capacity_source})",
+        f"  scaling target {plan.scaling_target} concurrent sessions per instance ({HEADROOM:.0%} of capacity)",
+        f"  instances      {plan.instances}",
+        f"  cost           {cost} on demand",
+        f"  prices from    {plan.price_source}",
+    ])

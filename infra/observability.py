@@ -1,0 +1,138 @@
+"""What an operator of the endpoint sees: voice metrics from its logs, alarms, one dashboard.
+
+Metric filters on the endpoint's log group turn the container's JSON metric lines into CloudWatch
+metrics (infra/voice_metrics.py). The group is SageMaker's own (created when the container first
+logs), so the filters depend on the endpoint: once it is InService its container has logged.
+Every alarm treats missing data as not breaching: an idle endpoint sends no utterance lines and
+must not page anyone. docs/operations.md says what each alarm means and what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from aws_cdk import Duration
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_logs as logs
+from constructs import Construct, IDependable
+
+from infra import voice_metrics as vm
+from infra.shared import VARIANT_NAME
+
+ERROR_5XX_THRESHOLD: Final = 5
+"""5xx responses summed over 5 minutes. A few means a crashing or overloaded container."""
+FIRST_AUDIO_PERIODS: Final = 5
+FIRST_AUDIO_BREACHING: Final = 3
+"""p95 first audio over budget in 3 of 5 one-minute periods: a burst of one minute does not page."""
+SATURATION_PERIODS: Final = 15
+"""Concurrency above the scaling target for 15 minutes: longer than a scale-out (2-minute cooldown
+plus an instance start of about 10 minutes), so scaling should have acted and did not or could not
+(at maxInstances, or instances failing to start)."""
+
+
+class EndpointObservability(Construct):
+    """Metric filters, alarms and a dashboard for one endpoint."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, endpoint_name: str, endpoint: IDependable,
+                 first_audio_budget_ms: int, scaling_metric: cloudwatch.IMetric, scaling_target: float) -> None:
+        super().__init__(scope, construct_id)
+        self.namespace = vm.namespace(endpoint_name)
+        self.filters = self._filters(endpoint_name, endpoint)
+        sagemaker_dims = {"EndpointName": endpoint_name, "VariantName": VARIANT_NAME}
+        minute = Duration.minutes(1)
+        self.first_audio_p95 = self.metric(vm.FIRST_AUDIO, "p95", minute)
+        self.alarms = {
+            "FirstAudio": cloudwatch.Alarm(
+                self, "FirstAudioP95Alarm",
+                alarm_description=(f"{endpoint_name}: p95 time to first audio above the "
+                                   f"{first_audio_budget_ms} ms budget in {FIRST_AUDIO_BREACHING} of "
+                                   f"{FIRST_AUDIO_PERIODS} minutes (docs/operations.md#first-audio)"),
+                metric=self.first_audio_p95, threshold=first_audio_budget_ms,
+                evaluation_periods=FIRST_AUDIO_PERIODS, datapoints_to_alarm=FIRST_AUDIO_BREACHING,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
+            "Errors": cloudwatch.Alarm(
+                self, "Invocation5xxAlarm",
+                alarm_description=(f"{endpoint_name}: {ERROR_5XX_THRESHOLD}+ 5xx responses in 5 minutes "
+                                   "(docs/operations.md#5xx)"),
+                metric=cloudwatch.Metric(namespace="AWS/SageMaker", metric_name="Invocation5XXErrors",
+                                         dimensions_map=sagemaker_dims, statistic="Sum",
+                                         period=Duration.minutes(5)),
+                threshold=ERROR_5XX_THRESHOLD, evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
+            "Saturation": cloudwatch.Alarm(
+                self, "SaturationAlarm",
+                alarm_description=(f"{endpoint_name}: the scaling metric above its target ({scaling_target:g}) "
+                                   f"for {SATURATION_PERIODS} minutes (docs/operations.md#saturation)"),
+                metric=scaling_metric, threshold=scaling_target,
+                evaluation_periods=SATURATION_PERIODS,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
+            "Restarts": cloudwatch.Alarm(
+                self, "ContainerRestartAlarm",
+                alarm_description=(f"{endpoint_name}: the serving process died and was restarted "
+                                   "(docs/operations.md#restarts)"),
+                metric=self.metric(vm.RESTARTS, "Sum", Duration.minutes(5)), threshold=1, evaluation_periods=1,
+                comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
+        }
+        self.dashboard = self._dashboard(endpoint_name, sagemaker_dims, first_audio_budget_ms,
+                                         scaling_metric, scaling_target)
+
+    def metric(self, name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
+        return cloudwatch.Metric(namespace=self.namespace, metric_name=name, statistic=statistic, period=period)
+
+    def _filters(self, endpoint_name: str, endpoint: IDependable) -> list[logs.CfnMetricFilter]:
+        made = []
+        for spec in vm.FILTERS:
+            flt = logs.CfnMetricFilter(
+                self, f"{spec.metric}Filter",
+                log_group_name=vm.log_group_name(endpoint_name),
+                filter_pattern=spec.pattern,
+                metric_transformations=[logs.CfnMetricFilter.MetricTransformationProperty(
+                    metric_namespace=self.namespace, metric_name=spec.metric, metric_value=spec.value,
+                    unit=spec.unit,
+                    dimensions=[logs.CfnMetricFilter.DimensionProperty(key=key, value=f"$.{source}")
+                                for key, source in spec.dimensions.items()] or None,
+                )],
+            )
+            flt.node.add_dependency(endpoint)
+            made.append(flt)
+        return made
+
+    def _dashboard(self, endpoint_name: str, dims: dict[str, str], budget_ms: int,
+                   scaling_metric: cloudwatch.IMetric, scaling_target: float) -> cloudwatch.Dashboard:
+        minute = Duration.minutes(1)
+        budget = cloudwatch.HorizontalAnnotation(value=budget_ms, label=f"budget {budget_ms} ms")
+        target = cloudwatch.HorizontalAnnotation(value=scaling_target, label=f"scaling target {scaling_target:g}")
+        gpu = cloudwatch.Metric(namespace="/aws/sagemaker/Endpoints", metric_name="GPUUtilization",
+                                dimensions_map=dims, statistic="Average", period=minute)
+        sagemaker = {"namespace": "AWS/SageMaker", "dimensions_map": dims, "period": minute}
+        dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{endpoint_name}-voice")
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Load against the scaling target (the policy's own metric)", left=[scaling_metric],
+                                   left_annotations=[target], width=12),
+            cloudwatch.GraphWidget(title="Time to first audio (container, ms)",
+                                   left=[self.metric(vm.FIRST_AUDIO, "p50", minute), self.first_audio_p95],
+                                   left_annotations=[budget], width=12),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Stalls (ms of silence a real-time listener waited)",
+                                   left=[self.metric(vm.STALL, "Sum", minute), self.metric(vm.STALL, "Maximum", minute)],
+                                   width=8),
+            cloudwatch.GraphWidget(title="Errors and restarts", left=[
+                cloudwatch.Metric(metric_name="Invocation5XXErrors", statistic="Sum", **sagemaker),
+                cloudwatch.Metric(metric_name="Invocation4XXErrors", statistic="Sum", **sagemaker),
+                self.metric(vm.RESTARTS, "Sum", minute)], width=8),
+            cloudwatch.GraphWidget(title="GPU utilisation (%)", left=[gpu], width=8),
+        )
+        dashboard.add_widgets(
+            cloudwatch.GraphWidget(title="Sessions and model queue (per instance, each minute)", left=[
+                self.metric(vm.OPEN_SESSIONS, "Average", minute), self.metric(vm.QUEUE_DEPTH, "Maximum", minute),
+                self.metric(vm.RUNNING, "Average", minute)], width=12),
+            cloudwatch.GraphWidget(title="SageMaker's own latencies (HTTP routes; units as SageMaker reports them)", left=[
+                cloudwatch.Metric(metric_name="FirstChunkLatency", statistic="p95", **sagemaker),
+                cloudwatch.Metric(metric_name="ModelLatency", statistic="p90", **sagemaker)], width=12),
+        )
+        return dashboard
