@@ -146,11 +146,12 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--ladder: expected comma-separated integers, got {args.ladder!r}")
     from .server import ServerProcess  # the harness's own server runner
 
-    server = ServerProcess(python=args.kokoro_python, model_dir=args.model_dir, log_path=args.out.with_suffix(".log"))
+    log_path = args.out.with_suffix(".log")
+    server = ServerProcess(python=args.kokoro_python, model_dir=args.model_dir, log_path=log_path)
     server.start()
     try:
         ws_url = "ws" + server.url.removeprefix("http") + "/invocations-bidirectional-stream"
-        measured = asyncio.run(ladder(ws_url=ws_url, log=server.log_path, rungs=rungs,
+        measured = asyncio.run(ladder(ws_url=ws_url, log=log_path, rungs=rungs,
                                       budget_ms=args.budget_ms, stall_ms=args.stall_ms))
     finally:
         server.stop()

@@ -268,9 +268,9 @@ def status(
     with cli_errors():
         target, ident = connect(region=region, profile=profile)
         stacks = stack_report(target=target, names=TTS_STACKS)
-        outputs = {row["name"]: row["outputs"] for row in stacks}
+        outputs: dict[str, Any] = {row["name"]: row["outputs"] for row in stacks}
         name = endpoint_name or outputs[ENDPOINT_STACK].get("EndpointName") or DEFAULT_ENDPOINT_NAME
-        report = {
+        report: dict[str, Any] = {
             "account": ident["account"],
             "region": target.region,
             "stacks": stacks,

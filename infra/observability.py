@@ -9,7 +9,7 @@ must not page anyone. docs/operations.md says what each alarm means and what to 
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
 from aws_cdk import Duration
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -108,7 +108,7 @@ class EndpointObservability(Construct):
         target = cloudwatch.HorizontalAnnotation(value=scaling_target, label=f"scaling target {scaling_target:g}")
         gpu = cloudwatch.Metric(namespace="/aws/sagemaker/Endpoints", metric_name="GPUUtilization",
                                 dimensions_map=dims, statistic="Average", period=minute)
-        sagemaker = {"namespace": "AWS/SageMaker", "dimensions_map": dims, "period": minute}
+        sagemaker: dict[str, Any] = {"namespace": "AWS/SageMaker", "dimensions_map": dims, "period": minute}
         dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{endpoint_name}-voice")
         dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Load against the scaling target (the policy's own metric)", left=[scaling_metric],

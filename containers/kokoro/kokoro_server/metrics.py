@@ -82,5 +82,6 @@ class UtteranceClock:
 async def report_load(read: Callable[[], dict[str, int]], *, interval_s: float = LOAD_INTERVAL_S) -> None:
     """Emit a ``load`` line now and every ``interval_s`` until cancelled."""
     while True:
-        emit(LOAD, **read())
+        fields: dict[str, Any] = dict(read())
+        emit(LOAD, **fields)
         await asyncio.sleep(interval_s)
