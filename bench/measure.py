@@ -181,11 +181,13 @@ async def run_batch(client: httpx.AsyncClient, target: Target, scenario: Scenari
     return trace
 
 
-async def run_stream(client: httpx.AsyncClient, target: Target, scenario: Scenario, *, full: bool) -> Trace:
+async def run_stream(
+    client: httpx.AsyncClient, target: Target, scenario: Scenario, *, full: bool, early_first_fragment: bool = False,
+) -> Trace:
     """Sentence streaming over HTTP: each sentence the chunker emits is POSTed at once (requests
     overlap; the player would play them in order). TTFA is the first sentence's first byte."""
     trace = Trace(mode="stream", full=full)
-    chunker = IncrementalSentenceChunker()
+    chunker = IncrementalSentenceChunker(early_first_fragment=early_first_fragment)
     t0 = now() + LEAD_S
     first_audio = asyncio.Event()
     posts: list[asyncio.Task[None]] = []
@@ -239,12 +241,13 @@ async def run_stream(client: httpx.AsyncClient, target: Target, scenario: Scenar
 
 async def bidi_session(
     ws: ClientConnection, scenario: Scenario, t0: float, *, full: bool, mode: str = "bidi",
+    early_first_fragment: bool = True,
 ) -> Trace:
     """One agent turn over an open WebSocket: chunker pieces (early first fragment, as the agent
     cuts them) sent as `speak` the moment they exist, `flush` at the end, until `turn_end`.
     With ``full=False`` it stops after the first utterance_end (cancel, wait for `cancelled`)."""
     trace = Trace(mode=mode, full=full)
-    chunker = IncrementalSentenceChunker(early_first_fragment=True)
+    chunker = IncrementalSentenceChunker(early_first_fragment=early_first_fragment)
     first_end = asyncio.Event()
     sent = 0
 
@@ -321,11 +324,11 @@ async def close_ws(ws: ClientConnection) -> None:
     await ws.close()
 
 
-async def run_bidi(target: Target, scenario: Scenario, *, full: bool) -> Trace:
+async def run_bidi(target: Target, scenario: Scenario, *, full: bool, early_first_fragment: bool = True) -> Trace:
     """One session, opened before time zero (the agent holds it for the conversation)."""
     ws = await open_ws(target)
     try:
-        return await bidi_session(ws, scenario, now() + LEAD_S, full=full)
+        return await bidi_session(ws, scenario, now() + LEAD_S, full=full, early_first_fragment=early_first_fragment)
     finally:
         await close_ws(ws)
 
