@@ -269,6 +269,11 @@ def markdown(results: dict[str, Any]) -> str:
     for fmt, c in results["codecs"].items():
         out.append(f"| {fmt} | {c['bitrate_kbps']} | {c['first_byte_added_ms']} | {c['first_byte_added_raw_ms']} | "
                    f"{c['first_byte_ms']} |")
+    quality = results.get("codec_quality")
+    if quality:
+        out += ["", "Quality against pcm (PESQ wideband, 1.0-4.64, higher is better):", "",
+                "| format | requested rate (Hz) | kbps | PESQ wb |", "|---|---|---|---|"]
+        out += [f"| {r['format']} | {r['sample_rate']} | {r['kbps']} | {r['pesq_wb']} |" for r in quality["rows"]]
     ch = results["chunker"]
     out += [
         "",

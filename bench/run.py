@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from . import design, measure, report, sagemaker_relay
+from . import codec_quality, design, measure, report, sagemaker_relay
 from .codecs import codec_binary, codec_sse
 from .models import ModelChoice, choose_model, classify_model_dir, kokoro_python
 from .chunker_bench import measure as chunker_measure
@@ -249,6 +249,7 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
                 codec[fmt]["binary"].append(await codec_binary(client, target, plan.codec_text, fmt))
                 codec[fmt]["sse"].append(await codec_sse(client, target, plan.codec_text, fmt))
             await settle()
+        raw["codec_quality"] = await codec_quality.measure(client, target, plan.codec_text)
         log("codecs done")
         raw["codecs"] = codec
         raw["codec_text"] = plan.codec_text
@@ -375,6 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": round(time.perf_counter() - budget_start, 1),
     }
     results = report.build(raw, meta)
+    results["codec_quality"] = raw["codec_quality"]
     if "design" in raw:
         results["design"] = raw["design"]
         results["targets"] += design.targets(raw["design"])
