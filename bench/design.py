@@ -18,7 +18,9 @@ Measured:
   p95 time to first audio and stall (ms of silence after playback began, per minute of audio),
   round-robin vs deadline. Targets: no stall at 2 sessions; deadline stall <= half round-robin's
   at 4 and 8. A stall also counts the agent not having written the next sentence yet; both
-  schedulers see the same text at the same times, so the comparison holds.
+  schedulers see the same text at the same times, so the comparison holds;
+* throughput: a paragraph of eight sentences as one message, ours vs a one-shot loop (kokoro's
+  KPipeline on a torch model), in one process (bench/throughput.py).
 """
 
 from __future__ import annotations
@@ -57,11 +59,12 @@ class DesignPlan:
     arrival_spread_s: float = 6.0
     paragraphs: int = 6
     load_paragraphs: int = 2
+    throughput_sentences: int = 8
 
     @classmethod
     def quick(cls) -> DesignPlan:
         return cls(factorial_repeats=1, probe_repeats=1, load_sessions=(1, 2), arrival_spread_s=1.0,
-                   paragraphs=1, load_paragraphs=1)
+                   paragraphs=1, load_paragraphs=1, throughput_sentences=2)
 
 
 def playback_stall_s(audio: list[tuple[float, int]]) -> float:
@@ -166,12 +169,35 @@ def run(
                 result["arrival_load"][policy] = rungs
         finally:
             server.stop()
+    log(f"design: throughput, {plan.throughput_sentences} sentences as one message (bench/throughput.py)")
+    result["throughput"] = throughput(python, model_dir, plan.throughput_sentences, env)
+    log(f"design: throughput {result['throughput']}")
     return result
+
+
+def throughput(python: Path, model_dir: Path, sentences: int, env: dict[str, str]) -> dict[str, Any] | None:
+    """bench/throughput.py in the Kokoro environment (it needs the engine in-process)."""
+    import json
+    import os
+    import subprocess
+
+    proc = subprocess.run(
+        [str(python), "-m", "bench.throughput", "--model-dir", str(model_dir), "--sentences", str(sentences)],
+        cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True, timeout=900,
+        env={**os.environ, **env}, check=False,
+    )
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        raise measure.BenchError(f"bench.throughput failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    return json.loads(lines[-1])
 
 
 def targets(design: dict[str, Any]) -> list[dict[str, Any]]:
     """The design targets, judged on what this run measured."""
     out = []
+    speed = (design.get("throughput") or {}).get("ours_windowed_over_baseline")
+    out.append(_target("paragraph as one message: ours / one-shot loop (time)", "<= 1.0", speed,
+                       speed is not None and speed <= 1.0))
     ratio = design["sentence_ttfa"].get("windowed", {}).get("ratio")
     out.append(_target("TTFA 35-word / 6-word sentence (windowed)", "<= 1.5", ratio, ratio is not None and ratio <= 1.5))
     by_n = {p: {r["sessions"]: r for r in rows} for p, rows in design["arrival_load"].items()}
@@ -198,6 +224,12 @@ def markdown(design: dict[str, Any]) -> str:
     lines += ["", "| decoding | 6-word TTFA ms | 35-word TTFA ms | ratio |", "|---|---|---|---|"]
     for decoding, row in design["sentence_ttfa"].items():
         lines.append(f"| {decoding} | {row['short_ms']} | {row['long_ms']} | {row['ratio']} |")
+    t = design.get("throughput")
+    if t:
+        base = "kpipeline" if "kpipeline" in t else "loop"
+        lines += ["", f"Throughput, {t['sentences']} sentences as one message: ours (windowed) "
+                  f"{t['ours_windowed']['s']} s, ours (one-shot) {t['ours_one_shot']['s']} s, "
+                  f"{base} {t[base]['s']} s."]
     lines += ["", f"Sessions arriving at random within {design['arrival_spread_s']} s:", "",
               "| scheduler | sessions | p95 TTFA ms | stall ms per audio minute |", "|---|---|---|---|"]
     for policy, rows in design["arrival_load"].items():

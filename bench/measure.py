@@ -72,7 +72,7 @@ class Trace:
     first_audio_s: float | None = None
     last_audio_s: float | None = None
     first_send_s: float | None = None  # bidi: when the first `speak` left
-    first_synthesis_ms: float | None = None  # bidi: the first utterance_end's synthesis_ms
+    first_synthesis_ms: float | None = None  # bidi: the first utterance's model time before its first audio
     synthesis_ms: float = 0.0  # bidi: sum over utterances
     utterances: int = 0
 
@@ -261,8 +261,8 @@ async def bidi_session(
             if kind == "utterance_end":
                 trace.utterances += 1
                 trace.synthesis_ms += float(event.get("synthesis_ms", 0))
-                if trace.first_synthesis_ms is None:
-                    trace.first_synthesis_ms = float(event.get("synthesis_ms", 0))
+                if trace.first_synthesis_ms is None:  # model time before the first audio
+                    trace.first_synthesis_ms = _first_audio_ms(event)
                     first_end.set()
             elif kind in ("turn_end", "cancelled"):
                 return
@@ -316,6 +316,12 @@ async def bidi_session(
     return trace
 
 
+def _first_audio_ms(event: dict[str, Any]) -> float:
+    """Model time before an utterance's first audio: with windowed decoding that is the first
+    window's, not the whole utterance's (servers before it sent only ``synthesis_ms``)."""
+    return float(event.get("first_audio_synthesis_ms", event.get("synthesis_ms", 0)))
+
+
 async def close_ws(ws: ClientConnection) -> None:
     try:
         await ws.send(json.dumps({"type": "close"}))
@@ -367,8 +373,9 @@ async def probe_overhead(target: Target, text: str, count: int) -> list[dict[str
                     if first is None:
                         raise BenchError("utterance_end without audio")
                     ttfa = (first - sent) * 1000
-                    synthesis = float(event["synthesis_ms"])
-                    samples.append({"ttfa_ms": ttfa, "synthesis_ms": synthesis, "overhead_ms": ttfa - synthesis,
+                    before_audio = _first_audio_ms(event)
+                    samples.append({"ttfa_ms": ttfa, "synthesis_ms": float(event["synthesis_ms"]),
+                                    "first_audio_synthesis_ms": before_audio, "overhead_ms": ttfa - before_audio,
                                     "audio_ms": float(event.get("audio_ms", 0))})
                     break
     finally:

@@ -6,9 +6,11 @@ For a 6-word and a 37-word sentence (the packaged int8 ONNX Kokoro-82M, voice jf
 the one-shot reference, two measures of the model's own variation (the neighbouring style row,
 pack[n-2] instead of pack[n-1]; and the same frames with the last one dropped), then each window
 plan: log-mel distance and SNR against one-shot, the largest sample jump at a seam against the
-one-shot audio's largest and 99.9th-percentile jumps, time to the first window, and the stall a
-real-time listener would hear (playback starting with the first window). Numbers are wall-clock on
-this machine under whatever load it has: the JSON records the load average next to them.
+one-shot audio's largest and 99.9th-percentile jumps, the word error rate of an offline
+recognizer (pocketsphinx's US English model; Kokoro's Japanese voices reading English get ~0.6-0.9
+even in one shot, so compare plans with one-shot, not with zero), time to the first window, and
+the stall a real-time listener would hear (playback starting with the first window). Times are
+wall-clock on this machine under whatever load it has: the JSON records the load average.
 """
 
 from __future__ import annotations
@@ -31,13 +33,34 @@ SENTENCES = {
                  "need it most."),
 }
 # (first, growth, largest, context, crossfade) in frames of 25 ms
-PLANS = [(20, 2.0, 160, 20, 8), (20, 2.0, 160, 10, 4), (20, 2.0, 160, 40, 8), (20, 3.0, 240, 30, 8),
-         (30, 2.0, 240, 20, 8), (12, 2.0, 160, 20, 8), (20, 2.0, 80, 20, 8)]
+PLANS = [(20, 2.0, 480, 20, 8), (20, 2.0, 480, 30, 8), (20, 2.0, 480, 10, 4), (20, 1.0, 160, 20, 8),
+         (20, 1.5, 480, 20, 8), (30, 2.0, 480, 20, 8), (12, 2.0, 480, 20, 8)]
 QUICK_PLANS = PLANS[:2]
 VOICE = "jf_alpha"
 
 
-def measure_plan(engine, phonemes: str, style, reference: np.ndarray, plan) -> dict:
+def word_error_rate(text: str, audio: np.ndarray) -> float | None:
+    """pocketsphinx on ``audio`` (24 kHz, linearly resampled to 16 kHz) against ``text``."""
+    try:
+        from pocketsphinx import Decoder
+    except ImportError:
+        return None
+    x = np.interp(np.arange(0, audio.size, 1.5), np.arange(audio.size), audio)
+    decoder = Decoder(samprate=16_000, loglevel="FATAL")
+    decoder.start_utt()
+    decoder.process_raw((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes(), full_utt=True)
+    decoder.end_utt()
+    heard = decoder.hyp().hypstr.lower().split() if decoder.hyp() else []
+    words = [w.strip(".,;:!?") for w in text.lower().split()]
+    row = list(range(len(heard) + 1))
+    for i, word in enumerate(words, 1):  # edit distance, one row at a time
+        prev, row = row, [i] + [0] * len(heard)
+        for j, got in enumerate(heard, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (word != got))
+    return round(row[-1] / len(words), 3)
+
+
+def measure_plan(engine, phonemes: str, style, reference: np.ndarray, plan, text: str) -> dict:
     started = time.perf_counter()
     decoding = engine.begin(phonemes, style, 1.0, plan=plan)
     parts, ready = [], []
@@ -60,7 +83,7 @@ def measure_plan(engine, phonemes: str, style, reference: np.ndarray, plan) -> d
         "stall_ms": round(stall * 1000), "stall_fraction": round(stall / (audio.size / 24_000), 4),
         "log_mel_db": round(log_mel_distance(reference, audio), 3), "snr_db": round(snr_db(reference, audio), 2),
         "seam_max_jump": round(largest_jump_near(audio, seams, radius=(plan.crossfade + 1) * per_frame), 4),
-        "same_length": bool(audio.size == reference.size),
+        "same_length": bool(audio.size == reference.size), "wer": word_error_rate(text, audio),
     }
 
 
@@ -98,12 +121,13 @@ def main(argv: list[str] | None = None) -> int:
             "variation_style_row_db": round(log_mel_distance(reference, neighbour), 3),
             "variation_one_frame_less_db": round(log_mel_distance(reference[:shorter.size], shorter), 3),
             "one_shot_jump_p999": round(float(np.percentile(d, 99.9)), 4), "one_shot_jump_max": round(float(d.max()), 4),
+            "one_shot_wer": word_error_rate(text, reference),
             "plans": [],
         }
         for first, growth, largest, context, crossfade in plans:
             plan = WindowPlan(first=first, growth=growth, largest=largest, context=context, crossfade=crossfade)
             row = {"first": first, "growth": growth, "largest": largest, "context": context, "crossfade": crossfade}
-            row.update(measure_plan(engine, phonemes, style, reference, plan))
+            row.update(measure_plan(engine, phonemes, style, reference, plan, text))
             entry["plans"].append(row)
             print(label, row, flush=True)
         result["sentences"][label] = entry

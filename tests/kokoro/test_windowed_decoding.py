@@ -190,3 +190,39 @@ class _CountingEngine:
 # Not met: on this sentence every plan in bench/results/windowing.json measures 1.4-1.6x the larger
 # variation (the default 2.45 dB against 1.63 dB); this bound keeps it from getting worse.
 WINDOWED_OVER_OWN_VARIATION = 1.6
+
+
+# ---- through the server: both routes stream each window as it is made ---------------------------
+
+ONE_SENTENCE = ("This one sentence is long enough that the decoder has to work through several windows "
+                "of frames before the whole of it has been spoken aloud.")
+
+
+def test_one_sentence_arrives_in_several_pieces_on_both_routes(server) -> None:
+    import base64
+    import json
+
+    import httpx
+    import websockets
+
+    import wsclient
+
+    response = httpx.post(f"{server.http}/invocations", timeout=120,
+                          json={"text": ONE_SENTENCE, "transport": "sse"})
+    assert response.status_code == 200
+    events = [block for block in response.text.strip().split("\n\n")]
+    audio_events = [json.loads(b.split("data: ", 1)[1]) for b in events if b.startswith("event: audio")]
+    assert len(audio_events) >= 3, "one sentence must stream as several windows, not one piece"
+    sse_audio = b"".join(base64.b64decode(e["audio"]) for e in audio_events)
+
+    async def over_websocket() -> tuple[list[dict], bytes]:
+        async with websockets.connect(server.ws) as ws:
+            await wsclient.send(ws, {"type": "speak", "id": "w", "text": ONE_SENTENCE})
+            got = await wsclient.collect(ws, wsclient.of_type("utterance_end", id="w"))
+        return got, wsclient.audio_bytes(got)
+
+    got, ws_audio = asyncio.run(over_websocket())
+    end = got[-1]
+    assert ws_audio == sse_audio  # same windows, same samples, same order
+    assert 0 < end["first_audio_synthesis_ms"] <= end["synthesis_ms"]
+    assert end["bytes"] == len(ws_audio)

@@ -32,9 +32,12 @@ def test_windows_cover_every_frame_once_in_order(frames: int, plan: WindowPlan) 
         assert w.tail == (0 if w is windows[-1] else plan.crossfade)
 
 
-def test_window_sizes_grow_from_the_first() -> None:
+def test_window_sizes_grow_with_the_audio_before_them() -> None:
+    assert [w.end - w.start for w in plan_windows(475, WindowPlan())] == [20, 40, 120, 295]
     sizes = [w.end - w.start for w in plan_windows(475, WindowPlan(first=20, growth=2, largest=160))]
-    assert sizes == [20, 40, 80, 160, 175]  # the last 15 frames join the window before them
+    assert sizes == [20, 40, 120, 160, 135]
+    sizes = [w.end - w.start for w in plan_windows(175, WindowPlan(first=20, growth=1, largest=160))]
+    assert sizes == [20, 20, 40, 95]  # the last 15 frames join the window before them
 
 
 def test_no_plan_is_one_window() -> None:

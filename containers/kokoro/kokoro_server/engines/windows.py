@@ -23,12 +23,14 @@ import numpy as np
 
 @dataclass(frozen=True, kw_only=True)
 class WindowPlan:
-    """How to cut frames into windows: ``first`` frames first, each next window ``growth`` times
-    the one before, at most ``largest``; a remainder shorter than ``first`` joins the last window."""
+    """How to cut frames into windows: ``first`` frames first, then each window ``growth`` times
+    all the frames before it (the audio a listener has buffered while it is decoded), at most
+    ``largest``; a remainder shorter than ``first`` joins the last window. Fewer, larger windows
+    differ less from one shot (the decoder normalises over each window's whole length)."""
 
     first: int = 20
     growth: float = 2.0
-    largest: int = 160
+    largest: int = 480
     context: int = 20
     crossfade: int = 8
 
@@ -63,13 +65,13 @@ def plan_windows(frames: int, plan: WindowPlan | None) -> list[Window]:
     if plan is None:
         return [Window(0, frames, 0, frames, 0)]
     bounds = [0]
-    size = float(plan.first)
     while bounds[-1] < frames:
-        end = bounds[-1] + int(round(size))
+        done = bounds[-1]
+        size = plan.first if done == 0 else min(plan.largest, max(plan.first, int(round(plan.growth * done))))
+        end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
             end = frames
         bounds.append(end)
-        size = min(size * plan.growth, plan.largest)
     windows = []
     for start, end in zip(bounds, bounds[1:]):
         last = end >= frames
