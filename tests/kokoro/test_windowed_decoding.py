@@ -187,9 +187,9 @@ class _CountingEngine:
 
 
 # The target is 1.0 (windowed no further from one-shot than the model's own variations).
-# Not met: on this sentence every plan in bench/results/windowing.json measures 1.4-1.6x the larger
-# variation (the default 2.45 dB against 1.63 dB); this bound keeps it from getting worse.
-WINDOWED_OVER_OWN_VARIATION = 1.6
+# Not met: on this sentence bench/results/windowing.json measures the default plan at 2.10 dB
+# against 1.63 dB (1.29x), other plans at up to 1.7x; this bound keeps it from getting worse.
+WINDOWED_OVER_OWN_VARIATION = 1.4
 
 
 # ---- through the server: both routes stream each window as it is made ---------------------------

@@ -114,7 +114,7 @@ class Scheduler:
         state = self._owners.get(owner)
         if state is None:
             state = self._owners[owner] = _Owner()
-        if not state.jobs:
+        if owner not in self._turns:
             self._turns.append(owner)
         state.jobs.append(_Job(owner, fn, future, self._clock(), next(self._seq), audio_s))
         self._wakeup.set()
@@ -176,7 +176,7 @@ class Scheduler:
                 self._turns.remove(owner)
         state = self._owners[owner]
         job = state.jobs.popleft()
-        if state.jobs:
+        if state.jobs and owner not in self._turns:
             self._turns.append(owner)
         return job
 
