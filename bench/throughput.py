@@ -38,13 +38,15 @@ async def ours(engine, voices, voice: str, text: str, *, windowed: bool) -> tupl
     from kokoro_server.scheduler import Scheduler
     from kokoro_server.synth import Synthesizer
 
+    from voicestream.chunker import iter_sentences
+
     scheduler = Scheduler(workers=1)
     await scheduler.start()
     synth = Synthesizer(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice, windowed=windowed)
     synth.phonemizer.phonemize("Warm up.", voice=voice)
     try:
         began = time.perf_counter()
-        audio = sum([c.seconds async for c in synth.speech(owner="bench", text=text, voice=voice, speed=1.0)])
+        audio = sum([c.seconds async for c in synth.speech(owner="bench", pieces=iter_sentences(text), voice=voice, speed=1.0)])
         return time.perf_counter() - began, audio
     finally:
         await scheduler.stop()

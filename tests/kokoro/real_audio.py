@@ -111,11 +111,12 @@ def speak(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
 def speak_as_served(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
     """What the server sends for ``text``: each chunk decoded in the default windows, joined."""
     from kokoro_server.engines import WindowPlan
+    from kokoro_server.g2p import sentence_jobs
     from kokoro_server.model_dir import style_for
 
     pack = model().voices[voice]
-    chunks = phonemizer().phonemize(text, voice=voice)
-    out = np.concatenate([engine().begin(p, style_for(pack, p), speed, plan=WindowPlan()).rest() for p in chunks])
+    jobs = [job for chunk in phonemizer().phonemize(text, voice=voice) for job in sentence_jobs(chunk)]
+    out = np.concatenate([engine().begin(p, style_for(pack, p), speed, plan=WindowPlan()).rest() for p in jobs])
     out.setflags(write=False)
     return out
 

@@ -103,7 +103,7 @@ def test_cancel_between_windows_decodes_no_more_windows() -> None:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
         synth = Synthesizer(engine=counted, voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
-        speech = synth.speech(owner="listener", text=LONG, voice=VOICE, speed=1.0)
+        speech = synth.speech(owner="listener", pieces=[LONG], voice=VOICE, speed=1.0)
         got = 0
         async for _ in speech:
             got += 1
@@ -124,21 +124,25 @@ def test_cancel_between_windows_decodes_no_more_windows() -> None:
     assert decoded <= 2, f"{decoded} of {windows} windows decoded after a cancel at the first"
 
 
-def test_a_speech_yields_every_window_in_order(long_input) -> None:
-    text = "Start with where the router sits. " + LONG
+def test_a_speech_yields_every_window_in_order() -> None:
+    pieces = ["Start with where the router sits.", LONG]
 
     async def scenario() -> list[np.ndarray]:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
         synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
-        chunks = [c.synthesis.audio async for c in synth.speech(owner="o", text=text, voice=VOICE, speed=1.0)]
+        chunks = [c.synthesis.audio async for c in synth.speech(owner="o", pieces=pieces, voice=VOICE, speed=1.0)]
         await scheduler.stop()
         synth.close()
         return chunks
 
     chunks = asyncio.run(scenario())
     expected = []
-    for phonemes in ra.phonemizer().phonemize("Start with where the router sits.", voice=VOICE) + [long_input[0]]:
+    from kokoro_server.g2p import sentence_jobs
+
+    jobs = [job for piece in pieces for chunk in ra.phonemizer().phonemize(piece, voice=VOICE)
+            for job in sentence_jobs(chunk)]
+    for phonemes in jobs:
         decoding = ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0, plan=WindowPlan())
         expected += [decoding.step() for _ in range(decoding.remaining)]
     assert len(chunks) == len(expected) >= 5

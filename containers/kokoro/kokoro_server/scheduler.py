@@ -228,5 +228,3 @@ class Scheduler:
             del self._in_flight[owner]
             self._gone.discard(owner)
 
-
-FairScheduler = Scheduler  # the name before deadline scheduling; kept for callers outside this package
