@@ -40,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from . import codec_quality, design, measure, report, sagemaker_relay
+from . import codec_quality, design, ladder, measure, report, sagemaker_relay
 from .codecs import codec_binary, codec_sse
 from .models import ModelChoice, choose_model, classify_model_dir, kokoro_python
 from .chunker_bench import measure as chunker_measure
@@ -227,7 +227,7 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
             for r in range(rounds):
                 if r >= 1 and not budget.allows(0.85, f"ladder {sessions} round {r + 1}"):
                     break
-                result = await measure.ladder_rung(target, ladder_scenario, sessions)
+                result = await ladder.ladder_rung(target, ladder_scenario, sessions)
                 merged["ttfa_ms"] += result["ttfa_ms"]
                 merged["overhead_ms"] += result["overhead_ms"]
                 merged["audio_s"] += result["audio_s"]
