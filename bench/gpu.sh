@@ -8,8 +8,13 @@
 # models/kokoro-82m. Results go to $OUT (default bench/results/gpu), so the CPU results in
 # bench/results are kept. REPEATS (default 10) TTFA samples per mode: the GPU is fast enough.
 #
+# It includes the design comparison (bench/design.py): windowed vs one-shot decoding and deadline
+# vs round-robin scheduling, each a server of its own (KOKORO_ENGINE/KOKORO_DEVICE below reach
+# them through the environment); WINDOWED=0 skips it (--no-design).
+#
 # NOT run in this repository's CI or on the dev box: there is no GPU there. Written to be run by
-# hand on a GPU machine after `make install`, with a CUDA build of torch in .venv-kokoro.
+# hand on a GPU machine after `make install`, with a CUDA build of torch in .venv-kokoro. It has
+# not been run yet.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -18,6 +23,8 @@ MODEL_DIR="${1:-${KOKORO_MODEL_DIR:-models/kokoro-82m}}"
 [[ $# -gt 0 ]] && shift
 OUT="${OUT:-bench/results/gpu}"
 REPEATS="${REPEATS:-10}"
+DESIGN_ARGS=()
+[[ "${WINDOWED:-1}" == "0" ]] && DESIGN_ARGS=(--no-design)
 VENV="${VENV:-.venv}"
 KOKORO_PYTHON="${KOKORO_PYTHON:-.venv-kokoro/bin/python}"
 export KOKORO_PYTHON
@@ -36,8 +43,9 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 export KOKORO_ENGINE=torch
 export KOKORO_DEVICE=cuda
 
-# bench.run bounds itself (--budget-s, a soft limit that trims optional repeats); `timeout` is
-# the hard stop, so a wedged GPU never holds the machine past 10 minutes.
+# bench.run bounds itself (--budget-s, a soft limit that trims optional repeats of the main phases;
+# the design phase after them starts three more servers); `timeout` is the hard stop, so a wedged
+# GPU never holds the machine past 10 minutes.
 exec timeout --signal=INT --kill-after=20 590 \
   "$VENV/bin/python" -m bench.run --engine torch --device cuda --model-dir "$MODEL_DIR" \
-  --out "$OUT" --repeats "$REPEATS" --budget-s 480 "$@"
+  --out "$OUT" --repeats "$REPEATS" --budget-s 360 "${DESIGN_ARGS[@]}" "$@"

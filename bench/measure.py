@@ -72,7 +72,7 @@ class Trace:
     first_audio_s: float | None = None
     last_audio_s: float | None = None
     first_send_s: float | None = None  # bidi: when the first `speak` left
-    first_synthesis_ms: float | None = None  # bidi: the first utterance_end's synthesis_ms
+    first_synthesis_ms: float | None = None  # bidi: the first utterance's model time before its first audio
     synthesis_ms: float = 0.0  # bidi: sum over utterances
     utterances: int = 0
 
@@ -181,11 +181,13 @@ async def run_batch(client: httpx.AsyncClient, target: Target, scenario: Scenari
     return trace
 
 
-async def run_stream(client: httpx.AsyncClient, target: Target, scenario: Scenario, *, full: bool) -> Trace:
+async def run_stream(
+    client: httpx.AsyncClient, target: Target, scenario: Scenario, *, full: bool, early_first_fragment: bool = False,
+) -> Trace:
     """Sentence streaming over HTTP: each sentence the chunker emits is POSTed at once (requests
     overlap; the player would play them in order). TTFA is the first sentence's first byte."""
     trace = Trace(mode="stream", full=full)
-    chunker = IncrementalSentenceChunker()
+    chunker = IncrementalSentenceChunker(early_first_fragment=early_first_fragment)
     t0 = now() + LEAD_S
     first_audio = asyncio.Event()
     posts: list[asyncio.Task[None]] = []
@@ -239,12 +241,13 @@ async def run_stream(client: httpx.AsyncClient, target: Target, scenario: Scenar
 
 async def bidi_session(
     ws: ClientConnection, scenario: Scenario, t0: float, *, full: bool, mode: str = "bidi",
+    early_first_fragment: bool = True,
 ) -> Trace:
     """One agent turn over an open WebSocket: chunker pieces (early first fragment, as the agent
     cuts them) sent as `speak` the moment they exist, `flush` at the end, until `turn_end`.
     With ``full=False`` it stops after the first utterance_end (cancel, wait for `cancelled`)."""
     trace = Trace(mode=mode, full=full)
-    chunker = IncrementalSentenceChunker(early_first_fragment=True)
+    chunker = IncrementalSentenceChunker(early_first_fragment=early_first_fragment)
     first_end = asyncio.Event()
     sent = 0
 
@@ -258,8 +261,8 @@ async def bidi_session(
             if kind == "utterance_end":
                 trace.utterances += 1
                 trace.synthesis_ms += float(event.get("synthesis_ms", 0))
-                if trace.first_synthesis_ms is None:
-                    trace.first_synthesis_ms = float(event.get("synthesis_ms", 0))
+                if trace.first_synthesis_ms is None:  # model time before the first audio
+                    trace.first_synthesis_ms = _first_audio_ms(event)
                     first_end.set()
             elif kind in ("turn_end", "cancelled"):
                 return
@@ -313,6 +316,12 @@ async def bidi_session(
     return trace
 
 
+def _first_audio_ms(event: dict[str, Any]) -> float:
+    """Model time before an utterance's first audio: with windowed decoding that is the first
+    window's, not the whole utterance's (servers before it sent only ``synthesis_ms``)."""
+    return float(event.get("first_audio_synthesis_ms", event.get("synthesis_ms", 0)))
+
+
 async def close_ws(ws: ClientConnection) -> None:
     try:
         await ws.send(json.dumps({"type": "close"}))
@@ -321,11 +330,11 @@ async def close_ws(ws: ClientConnection) -> None:
     await ws.close()
 
 
-async def run_bidi(target: Target, scenario: Scenario, *, full: bool) -> Trace:
+async def run_bidi(target: Target, scenario: Scenario, *, full: bool, early_first_fragment: bool = True) -> Trace:
     """One session, opened before time zero (the agent holds it for the conversation)."""
     ws = await open_ws(target)
     try:
-        return await bidi_session(ws, scenario, now() + LEAD_S, full=full)
+        return await bidi_session(ws, scenario, now() + LEAD_S, full=full, early_first_fragment=early_first_fragment)
     finally:
         await close_ws(ws)
 
@@ -364,34 +373,11 @@ async def probe_overhead(target: Target, text: str, count: int) -> list[dict[str
                     if first is None:
                         raise BenchError("utterance_end without audio")
                     ttfa = (first - sent) * 1000
-                    synthesis = float(event["synthesis_ms"])
-                    samples.append({"ttfa_ms": ttfa, "synthesis_ms": synthesis, "overhead_ms": ttfa - synthesis,
+                    before_audio = _first_audio_ms(event)
+                    samples.append({"ttfa_ms": ttfa, "synthesis_ms": float(event["synthesis_ms"]),
+                                    "first_audio_synthesis_ms": before_audio, "overhead_ms": ttfa - before_audio,
                                     "audio_ms": float(event.get("audio_ms", 0))})
                     break
     finally:
         await close_ws(ws)
     return samples
-
-
-async def ladder_rung(target: Target, scenario: Scenario, sessions: int) -> dict[str, Any]:
-    """``sessions`` agents, each on its own WebSocket, all starting the scenario at the same
-    time zero. Returns per-session TTFA and audio, and the wall time to the last audio."""
-    sockets = [await open_ws(target) for _ in range(sessions)]
-    try:
-        t0 = now() + 0.2
-        traces = await asyncio.wait_for(
-            asyncio.gather(*(bidi_session(ws, scenario, t0, full=True, mode=f"ladder{sessions}") for ws in sockets)),
-            RUN_TIMEOUT_S,
-        )
-    finally:
-        await asyncio.gather(*(close_ws(ws) for ws in sockets), return_exceptions=True)
-    ttfa = [t.first_audio_s * 1000 for t in traces if t.first_audio_s is not None]
-    if len(ttfa) != sessions:
-        raise BenchError(f"{sessions - len(ttfa)} of {sessions} sessions got no audio")
-    last = max(t.last_audio_s or 0.0 for t in traces)
-    return {
-        "ttfa_ms": ttfa,
-        "audio_s": sum(t.audio_s for t in traces),
-        "wall_s": last,
-        "overhead_ms": [t.overhead_ms for t in traces if t.overhead_ms is not None],
-    }

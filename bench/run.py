@@ -1,12 +1,13 @@
 """``make bench``: one command that measures the streaming TTS stack end to end on this machine.
 
     python -m bench.run [--model-dir DIR] [--engine torch|onnx] [--quick] [--out bench/results]
-                        [--repeats N] [--url http://127.0.0.1:PORT] [--budget-s S]
+                        [--repeats N] [--url http://127.0.0.1:PORT] [--budget-s S] [--no-design]
 
 It starts the Kokoro server from the Kokoro environment (``.venv-kokoro``, or $KOKORO_PYTHON) on a
 free loopback port, replays a simulated agent answer (bench.scenario) against it in three ways
 (batch, sentence streaming over HTTP, pipelined WebSocket), measures server overhead, a
-concurrency ladder, the codecs and the sentence chunker, then writes ``latest.json``,
+concurrency ladder, the codecs and the sentence chunker, then what each design choice buys
+(bench/design.py: windowed vs one-shot decoding, deadline vs round-robin scheduling), and writes ``latest.json``,
 ``latest.md``, ``timeline.png`` and ``concurrency.png`` to ``--out`` (replacing the previous
 run) and prints a summary against the targets. See docs/benchmarks.md.
 
@@ -39,7 +40,7 @@ from typing import Any
 
 import httpx
 
-from . import measure, report, sagemaker_relay
+from . import codec_quality, design, ladder, measure, report, sagemaker_relay
 from .codecs import codec_binary, codec_sse
 from .models import ModelChoice, choose_model, classify_model_dir, kokoro_python
 from .chunker_bench import measure as chunker_measure
@@ -226,7 +227,7 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
             for r in range(rounds):
                 if r >= 1 and not budget.allows(0.85, f"ladder {sessions} round {r + 1}"):
                     break
-                result = await measure.ladder_rung(target, ladder_scenario, sessions)
+                result = await ladder.ladder_rung(target, ladder_scenario, sessions)
                 merged["ttfa_ms"] += result["ttfa_ms"]
                 merged["overhead_ms"] += result["overhead_ms"]
                 merged["audio_s"] += result["audio_s"]
@@ -248,6 +249,7 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
                 codec[fmt]["binary"].append(await codec_binary(client, target, plan.codec_text, fmt))
                 codec[fmt]["sse"].append(await codec_sse(client, target, plan.codec_text, fmt))
             await settle()
+        raw["codec_quality"] = await codec_quality.measure(client, target, plan.codec_text)
         log("codecs done")
         raw["codecs"] = codec
         raw["codec_text"] = plan.codec_text
@@ -271,6 +273,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--out", default=str(DEFAULT_OUT), help="output directory (replaced)")
     parser.add_argument("--repeats", type=int, default=None, help="TTFA samples per mode (default 5, quick 2)")
     parser.add_argument("--budget-s", type=float, default=None, help="soft time limit (default 540, quick 50)")
+    parser.add_argument("--no-design", action="store_true",
+                        help="skip the design comparison (bench/design.py: three more servers)")
     parser.add_argument("--url", default=None,
                         help="benchmark an already running server at this loopback URL instead of starting one")
     args = parser.parse_args(argv)
@@ -332,6 +336,12 @@ def main(argv: list[str] | None = None) -> int:
         budget = Budget(plan.budget_s)
         budget.began = budget_start
         raw = asyncio.run(measure_all(target, plan, budget))
+        if server is not None and choice is not None and not args.no_design:
+            server.stop()  # one server at a time: the design phase starts its own
+            raw["design"] = design.run(
+                python=python, model_dir=choice.dir, env=env, log=log, log_dir=Path(tempfile.gettempdir()),
+                plan=design.DesignPlan.quick() if args.quick else design.DesignPlan(),
+            )
         failed = False
     except measure.BenchError as exc:
         print(f"bench: FAILED: {exc}", file=sys.stderr)
@@ -366,7 +376,13 @@ def main(argv: list[str] | None = None) -> int:
         "wall_s": round(time.perf_counter() - budget_start, 1),
     }
     results = report.build(raw, meta)
+    results["codec_quality"] = raw["codec_quality"]
+    if "design" in raw:
+        results["design"] = raw["design"]
+        results["targets"] += design.targets(raw["design"])
     paths = report.write(results, raw, out)
+    if "design" in raw:
+        (out / "latest.md").write_text((out / "latest.md").read_text() + design.markdown(raw["design"]))
     print(report.summary_text(results))
     print("bench: wrote " + ", ".join(str(p) for p in paths))
     return 0

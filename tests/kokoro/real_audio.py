@@ -107,6 +107,20 @@ def speak(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
 
 # ---- measurements -------------------------------------------------------------------------------
 
+@functools.lru_cache(maxsize=16)
+def speak_as_served(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
+    """What the server sends for ``text``: each chunk decoded in the default windows, joined."""
+    from kokoro_server.engines import WindowPlan
+    from kokoro_server.g2p import sentence_jobs
+    from kokoro_server.model_dir import style_for
+
+    pack = model().voices[voice]
+    jobs = [job for chunk in phonemizer().phonemize(text, voice=voice) for job in sentence_jobs(chunk)]
+    out = np.concatenate([engine().begin(p, style_for(pack, p), speed, plan=WindowPlan()).rest() for p in jobs])
+    out.setflags(write=False)
+    return out
+
+
 def s16le_to_float(data: bytes) -> np.ndarray:
     assert len(data) % 2 == 0, f"odd PCM byte count {len(data)}"
     return np.frombuffer(data, dtype="<i2").astype(np.float32) / 32767.0

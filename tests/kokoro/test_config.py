@@ -12,6 +12,10 @@ pytestmark = pytest.mark.kokoro
 def test_defaults_and_overrides(tmp_path) -> None:
     settings = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "PORT": "9000", "KOKORO_ENGINE": "onnx"})
     assert (settings.model_dir, settings.port, settings.engine, settings.host) == (tmp_path, 9000, "onnx", "127.0.0.1")
+    assert (settings.decoding, settings.scheduler) == ("windowed", "deadline")
+    chosen = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_DECODING": "one_shot",
+                                "KOKORO_SCHEDULER": "round_robin"})
+    assert (chosen.decoding, chosen.scheduler) == ("one_shot", "round_robin")
 
 
 @pytest.mark.parametrize(("env", "variable"), [
@@ -19,6 +23,8 @@ def test_defaults_and_overrides(tmp_path) -> None:
     ({"KOKORO_MODEL_DIR": "/x", "PORT": "eighty"}, "PORT"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_MAX_SESSIONS": "0"}, "KOKORO_MAX_SESSIONS"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_ENGINE": "tensorflow"}, "KOKORO_ENGINE"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_DECODING": "streaming"}, "KOKORO_DECODING"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_SCHEDULER": "fifo"}, "KOKORO_SCHEDULER"),
 ])
 def test_bad_settings_name_the_variable(env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError) as error:

@@ -1,8 +1,9 @@
 """The engine raising mid-utterance: an error frame (or SSE error event), and the next turn works.
 
 The server runs in this process with its real app, scheduler, synthesizer and tiny-model engine;
-the only difference is the engine's class, a subclass defined here whose ``synthesize`` raises on
-a marker phoneme ("z"), the way a real engine raises on an input it cannot take. Nothing of the
+the only difference is the engine's class, a subclass defined here whose ``begin`` (the front, run
+once per chunk before its windows) raises on a marker phoneme ("z"), the way a real engine raises
+on an input it cannot take. Nothing of the
 server under test is replaced.
 """
 
@@ -60,10 +61,10 @@ def faulty(tiny_model: Path) -> Iterator[Running]:
         base = type(synth.engine)
 
         class FaultOnMarker(base):  # type: ignore[misc, valid-type]
-            def synthesize(self, phonemes, style, speed):
+            def begin(self, phonemes, style, speed, *, plan):
                 if MARKER in phonemes:
                     raise RuntimeError(f"injected engine fault on {phonemes!r}")
-                return super().synthesize(phonemes, style, speed)
+                return super().begin(phonemes, style, speed, plan=plan)
 
         synth.engine.__class__ = FaultOnMarker
         return synth

@@ -250,9 +250,9 @@ def test_the_stream_is_speech(ws_speech):
 
 def test_no_clicks_at_chunk_and_utterance_seams(ws_speech):
     stream = s16le_to_float(b"".join(ws_speech["pcm"].values()))
-    # The chunk seam inside u1 is where its first sentence ends: that sentence through the same G2P
-    # and weights in this process has the length (and, to a few LSB, the samples) the server sent.
-    first = ra.speak(FIRST_SENTENCE, VOICE)
+    # The chunk seam inside u1 is where its first sentence ends: that sentence through the same G2P,
+    # weights and windows in this process has the length (and, to a few LSB, the samples) the server sent.
+    first = ra.speak_as_served(FIRST_SENTENCE, VOICE)
     served = stream[:len(first)]
     assert len(stream) > len(first) + SR // 2
     assert float(np.abs(served - first).max()) <= 3 / 32767, "the server's first chunk is not the engine's audio"

@@ -1,20 +1,21 @@
-"""The fair scheduler: round-robin across owners, FIFO within one, cancel drops queued work."""
+"""The scheduler: deadline-first (or round-robin) across owners, FIFO within one, cancel drops queued work."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
+from dataclasses import dataclass
 
 import pytest
 
-from kokoro_server.scheduler import FairScheduler
+from kokoro_server.scheduler import Scheduler
 
 pytestmark = pytest.mark.kokoro
 
 
-def test_owners_take_turns_and_keep_their_own_order() -> None:
+def test_round_robin_owners_take_turns_and_keep_their_own_order() -> None:
     async def scenario() -> list[str]:
-        scheduler = FairScheduler(workers=1)
+        scheduler = Scheduler(workers=1, policy="round_robin")
         await scheduler.start()
         ran: list[str] = []
         gate = threading.Event()
@@ -32,7 +33,7 @@ def test_owners_take_turns_and_keep_their_own_order() -> None:
 
 def test_cancel_owner_drops_queued_jobs_and_others_still_run() -> None:
     async def scenario() -> tuple[list[str], int, list[bool]]:
-        scheduler = FairScheduler(workers=1)
+        scheduler = Scheduler(workers=1)
         await scheduler.start()
         ran: list[str] = []
         gate = threading.Event()
@@ -52,7 +53,7 @@ def test_cancel_owner_drops_queued_jobs_and_others_still_run() -> None:
 
 def test_a_failing_job_reports_to_its_waiter_and_the_worker_goes_on() -> None:
     async def scenario() -> tuple[str, int]:
-        scheduler = FairScheduler(workers=1)
+        scheduler = Scheduler(workers=1)
         await scheduler.start()
 
         def boom() -> None:
@@ -71,7 +72,7 @@ def test_a_failing_job_reports_to_its_waiter_and_the_worker_goes_on() -> None:
 
 def test_jobs_run_off_the_event_loop() -> None:
     async def scenario() -> bool:
-        scheduler = FairScheduler(workers=1)
+        scheduler = Scheduler(workers=1)
         await scheduler.start()
         loop_thread = threading.get_ident()
         ran_on = await scheduler.submit("x", threading.get_ident)
@@ -87,7 +88,7 @@ def test_an_owner_that_leaves_costs_the_model_at_most_the_job_it_was_running() -
     owner left, or another owner's, does not count."""
 
     async def scenario() -> tuple[list[str], int, int, bool]:
-        scheduler = FairScheduler(workers=1)
+        scheduler = Scheduler(workers=1)
         await scheduler.start()
         ran: list[str] = []
         await scheduler.submit("left", lambda: ran.append("done-before-leaving"))
@@ -113,3 +114,97 @@ def test_an_owner_that_leaves_costs_the_model_at_most_the_job_it_was_running() -
     ran, orphaned, final, queued_dropped = asyncio.run(scenario())
     assert ran == ["done-before-leaving", "on-the-model", "other"] and queued_dropped
     assert orphaned == 1 and final == 1
+
+
+# ---- deadline first ------------------------------------------------------------------------------
+
+class _Clock:
+    """A clock the test moves by hand, so deadlines do not depend on how fast this machine is."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclass
+class _Made:
+    name: str
+    seconds: float  # audio the job made for its owner's listener
+
+
+# Each case: jobs submitted while the worker is held, as (owner, name, seconds of audio the job
+# makes, clock advance before submitting), and the order the worker must run them in.
+DEADLINE_CASES = {
+    "first windows of new sessions pass a session that is seconds ahead": (
+        [("ahead", "a0", 5.0, 0.0), ("ahead", "a1", 5.0, 0.0), ("new", "n0", 0.5, 0.1), ("new2", "m0", 0.5, 0.1)],
+        ["a0", "n0", "m0", "a1"],
+    ),
+    "with nothing playing, owners go in submission order": (
+        [("x", "x0", 0.0, 0.0), ("y", "y0", 0.0, 0.0), ("x", "x1", 0.0, 0.0), ("z", "z0", 0.0, 0.0)],
+        ["x0", "y0", "x1", "z0"],
+    ),
+    "the listener that runs dry first goes first": (
+        [("long", "l0", 3.0, 0.0), ("short", "s0", 0.5, 0.0), ("long", "l1", 1.0, 0.0), ("short", "s1", 0.5, 0.0),
+         ("short", "s2", 0.5, 0.0)],
+        ["l0", "s0", "s1", "s2", "l1"],
+    ),
+}
+
+
+@pytest.mark.parametrize("jobs,expected", DEADLINE_CASES.values(), ids=list(DEADLINE_CASES))
+def test_deadline_first_runs_the_listener_closest_to_silence(jobs, expected) -> None:
+    async def scenario() -> list[str]:
+        clock = _Clock()
+        scheduler = Scheduler(workers=1, clock=clock)
+        await scheduler.start()
+        ran: list[str] = []
+        gate = threading.Event()
+        blocker = scheduler.submit("warm", gate.wait)
+        futures = []
+        for owner, name, seconds, advance in jobs:
+            clock.now += advance
+
+            def job(name=name, seconds=seconds) -> _Made:
+                ran.append(name)
+                return _Made(name, seconds)
+
+            futures.append(scheduler.submit(owner, job, audio_s=lambda made: made.seconds))
+        gate.set()
+        await asyncio.gather(blocker, *futures)
+        await scheduler.stop()
+        return ran
+
+    assert asyncio.run(scenario()) == expected
+
+
+def test_a_job_is_never_due_later_than_its_slack_so_no_session_starves() -> None:
+    async def scenario() -> tuple[list[str], list[float | None]]:
+        clock = _Clock()
+        scheduler = Scheduler(workers=1, clock=clock, max_slack_s=2.0)
+        await scheduler.start()
+        ran: list[str] = []
+        # "far" has 60 s of audio buffered; its next job is still due within max_slack_s
+        await scheduler.submit("far", lambda: ran.append("far0") or 60.0, audio_s=float)
+        gate = threading.Event()
+        blocker = scheduler.submit("warm", gate.wait)
+        far = scheduler.submit("far", lambda: ran.append("far1") or 1.0, audio_s=float)
+        deadlines = [scheduler.deadline("far")]
+        later = []
+        for i in range(3):  # sessions arriving after far1's slack ran out come after it
+            clock.now += 1.0
+            later.append(scheduler.submit(f"new{i}", lambda i=i: ran.append(f"new{i}") or 0.5, audio_s=float))
+        gate.set()
+        await asyncio.gather(blocker, far, *later)
+        await scheduler.stop()
+        return ran, deadlines
+
+    ran, deadlines = asyncio.run(scenario())
+    assert deadlines == [102.0]  # submitted at 100.0, capped at 2 s of slack although 60 s are buffered
+    assert ran == ["far0", "new0", "far1", "new1", "new2"]
+
+
+def test_round_robin_and_deadline_are_the_only_policies() -> None:
+    with pytest.raises(ValueError, match="policy"):
+        Scheduler(policy="lottery")

@@ -2,7 +2,7 @@
 
 ``GET /ping`` answers 200 only once the model is loaded and warmed up, and never runs inference.
 ``POST /invocations`` and ``WS /invocations-bidirectional-stream`` share the model through a
-fair scheduler (see scheduler.py).
+deadline-first scheduler (see scheduler.py).
 
 Close codes of the WebSocket (docs/protocol.md#close-codes): 1000 after `close`, 1009 for a frame
 over 1 MiB (uvicorn), 1013 at the session limit, 4001 after the idle timeout, 4002 for a client
@@ -28,7 +28,7 @@ from .config import Settings
 from .invocations import invocations
 from .metrics import report_load
 from .outbox import WRITE_BUFFER_EXTENSION
-from .scheduler import FairScheduler
+from .scheduler import Scheduler
 from .session import CLOSE, IDLE, STALLED, Session
 from .synth import Synthesizer
 
@@ -134,7 +134,7 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
         app.state.sessions = 0
         app.state.live = set()  # the live sessions, for /ping's held_bytes_max
         app.state.ready = False
-        scheduler = FairScheduler(workers=1)
+        scheduler = Scheduler(workers=1, policy=settings.scheduler)
         await scheduler.start()
         app.state.synth = synth_factory(scheduler)
         app.state.ready = True

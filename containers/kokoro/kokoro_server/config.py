@@ -49,7 +49,9 @@ DEFAULT_MAX_SESSIONS = 64
 DEFAULT_MAX_TURN_CHARS = 100_000
 DEFAULT_MAX_QUEUED_UTTERANCES = 64
 DEFAULT_IDLE_TIMEOUT_S = 300.0  # a session with no message and nothing to speak for this long is closed (4001)
-DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long while audio waits is dropped (4002)
+DEFAULT_SEND_TIMEOUT_S = 30.0
+DECODINGS = ("windowed", "one_shot")
+SCHEDULERS = ("deadline", "round_robin")  # a client that reads nothing for this long while audio waits is dropped (4002)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,6 +71,8 @@ class Settings:
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S
     warmup: bool = True
+    decoding: str = "windowed"  # windowed: first audio after the first window; one_shot: after the whole chunk
+    scheduler: str = "deadline"  # deadline: earliest listener to run dry first; round_robin: owners in turn
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -87,8 +91,16 @@ class Settings:
         engine = env.get("KOKORO_ENGINE") or None
         if engine not in (None, "torch", "onnx"):
             raise ConfigError(f"KOKORO_ENGINE: expected torch or onnx, got {engine!r}")
+        decoding = env.get("KOKORO_DECODING") or "windowed"
+        if decoding not in DECODINGS:
+            raise ConfigError(f"KOKORO_DECODING: expected {' or '.join(DECODINGS)}, got {decoding!r}")
+        scheduler = env.get("KOKORO_SCHEDULER") or "deadline"
+        if scheduler not in SCHEDULERS:
+            raise ConfigError(f"KOKORO_SCHEDULER: expected {' or '.join(SCHEDULERS)}, got {scheduler!r}")
         return cls(
             model_dir=Path(model_dir),
+            decoding=decoding,
+            scheduler=scheduler,
             engine=engine,
             device=device,
             default_voice=env.get("KOKORO_DEFAULT_VOICE") or None,

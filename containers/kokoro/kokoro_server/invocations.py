@@ -105,12 +105,14 @@ async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id
     started = time.perf_counter()
     yield encode_sse(SseStart(id=request_id, voice=voice, format=req.format, sample_rate=req.sample_rate))
     audio_s = synthesis_s = 0.0
+    first_s: float | None = None  # model time before the first audio event (windows: the first one's)
     index = 0
     try:
         async for data, seconds, spent in _audio(synth, req, voice):
             audio_s += seconds
             synthesis_s += spent
             if data:
+                first_s = synthesis_s if first_s is None else first_s
                 yield encode_sse(SseAudio.of(index=index, data=data))
                 index += 1
     except Exception as exc:
@@ -119,5 +121,5 @@ async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id
         return
     yield encode_sse(SseEnd(
         id=request_id, chunks=index, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
-        elapsed_ms=round((time.perf_counter() - started) * 1000),
+        elapsed_ms=round((time.perf_counter() - started) * 1000), first_audio_synthesis_ms=round((first_s or 0.0) * 1000),
     ))

@@ -1,27 +1,41 @@
-"""One model, many sessions: a fair queue in front of the engine.
+"""One model, many sessions: a deadline-first queue in front of the engine.
 
-The model runs one chunk (one sentence, at most 510 phonemes) at a time, off the event loop in a
-worker thread. Jobs are queued per owner (a WebSocket session or an HTTP request) and the worker
-takes owners in turn, so one client's long paragraph holds another client's first sentence back
-by at most one chunk, never by its whole length. Cancelling an owner drops its queued jobs at
-once; a chunk already on the model finishes (torch cannot be interrupted) and its audio is
-discarded, so a client that left costs the model at most one chunk. ``orphaned`` counts those
-chunks (finished for an owner that had already gone), so the claim is measured, not assumed.
+The model runs one job at a time (a window of frames, or a whole chunk when decoding in one shot)
+off the event loop in a worker thread. Jobs are queued per owner (a WebSocket session or an HTTP
+request), FIFO within an owner. Which owner goes next:
+
+* ``deadline`` (the default): the owner whose listener runs out of audio first. Each finished job
+  adds its audio to the owner's account: the listener runs out at ``max(now, runs_out) + audio``.
+  An owner with nothing playing is due when its job was submitted (a first window is due now); a
+  session 5 s ahead waits. A job's deadline is capped at its submission time plus ``max_slack_s``,
+  so every deadline lies in [submitted, submitted + max_slack_s]: only jobs submitted before this
+  job's cap can pass it, and no owner starves.
+* ``round_robin``: owners take turns, one job each (the earlier policy, kept for comparison).
+
+Cancelling an owner drops its queued jobs at once; a job already on the model finishes (torch
+cannot be interrupted) and its result is discarded, so a client that left costs at most one job.
+``orphaned`` counts those jobs (finished for an owner that had already gone), so the claim is
+measured, not assumed.
 
 Ownership: the engine is used by the worker thread only (``warm_up`` runs before the first job),
-and ``stop`` waits for the chunk in flight, so the engine is never freed under a running job.
+and ``stop`` waits for the job in flight, so the engine is never freed under a running job.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import itertools
 import logging
+import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
 
 log = logging.getLogger(__name__)
+
+POLICIES = ("deadline", "round_robin")
+DEFAULT_MAX_SLACK_S = 10.0
 
 
 @dataclass(eq=False)
@@ -29,15 +43,35 @@ class _Job:
     owner: Hashable
     fn: Callable[[], Any]
     future: asyncio.Future[Any]
+    submitted: float
+    seq: int
+    audio_s: Callable[[Any], float] | None
 
 
-class FairScheduler:
-    """Round-robin across owners, FIFO within an owner, ``workers`` jobs at a time."""
+@dataclass(eq=False)
+class _Owner:
+    jobs: collections.deque[_Job] = field(default_factory=collections.deque)
+    runs_out: float | None = None  # when this owner's listener has played all audio made so far
 
-    def __init__(self, *, workers: int = 1) -> None:
+
+class Scheduler:
+    """Deadline-first (or round-robin) across owners, FIFO within an owner, ``workers`` at a time."""
+
+    def __init__(
+        self, *, workers: int = 1, policy: str = "deadline", max_slack_s: float = DEFAULT_MAX_SLACK_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if policy not in POLICIES:
+            raise ValueError(f"policy: expected one of {', '.join(POLICIES)}, got {policy!r}")
+        if not max_slack_s > 0:
+            raise ValueError(f"max_slack_s: must be positive, got {max_slack_s!r}")
+        self.policy = policy
         self._workers = workers
-        self._queues: dict[Hashable, collections.deque[_Job]] = {}
-        self._turns: collections.deque[Hashable] = collections.deque()
+        self._max_slack_s = max_slack_s
+        self._clock = clock
+        self._owners: dict[Hashable, _Owner] = {}
+        self._turns: collections.deque[Hashable] = collections.deque()  # round-robin order
+        self._seq = itertools.count()
         self._wakeup: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._executor: ThreadPoolExecutor | None = None
@@ -49,7 +83,7 @@ class FairScheduler:
 
     @property
     def queued(self) -> int:
-        return sum(len(q) for q in self._queues.values())
+        return sum(len(o.jobs) for o in self._owners.values())
 
     @property
     def idle(self) -> bool:
@@ -64,36 +98,40 @@ class FairScheduler:
         for task in self._tasks:
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for owner in list(self._queues):
+        for owner in list(self._owners):
             self.cancel_owner(owner)
         if self._executor is not None:  # the chunk on the model finishes before the engine may go
             await asyncio.to_thread(self._executor.shutdown, wait=True, cancel_futures=True)
 
-    def submit(self, owner: Hashable, fn: Callable[[], Any]) -> asyncio.Future[Any]:
-        """Queue ``fn`` for ``owner``; the future resolves with its result once the model ran it."""
+    def submit(
+        self, owner: Hashable, fn: Callable[[], Any], *, audio_s: Callable[[Any], float] | None = None,
+    ) -> asyncio.Future[Any]:
+        """Queue ``fn`` for ``owner``; the future resolves with its result once the model ran it.
+        ``audio_s(result)`` says how many seconds of audio the job made for the owner's listener."""
         if self._wakeup is None:
             raise RuntimeError("scheduler not started")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        queue = self._queues.get(owner)
-        if queue is None:
-            queue = self._queues[owner] = collections.deque()
+        state = self._owners.get(owner)
+        if state is None:
+            state = self._owners[owner] = _Owner()
+        if owner not in self._turns:
             self._turns.append(owner)
-        queue.append(_Job(owner, fn, future))
+        state.jobs.append(_Job(owner, fn, future, self._clock(), next(self._seq), audio_s))
         self._wakeup.set()
         return future
 
     def cancel_owner(self, owner: Hashable) -> int:
-        """Drop every queued job of ``owner``; return how many were dropped."""
-        queue = self._queues.pop(owner, None)
-        if queue is None:
+        """Drop every queued job of ``owner`` and its audio account; return how many were dropped."""
+        state = self._owners.pop(owner, None)
+        if state is None:
             return 0
         try:
             self._turns.remove(owner)
         except ValueError:
             pass
-        for job in queue:
+        for job in state.jobs:
             job.future.cancel()
-        return len(queue)
+        return len(state.jobs)
 
     def forget_owner(self, owner: Hashable) -> None:
         """The owner has left (session closed, request ended): drop its queue; a job of its that is
@@ -102,18 +140,57 @@ class FairScheduler:
         if self._in_flight[owner]:
             self._gone.add(owner)
 
+    def deadline(self, owner: Hashable) -> float | None:
+        """When ``owner``'s next queued job is due (clock seconds), or None with nothing queued."""
+        state = self._owners.get(owner)
+        if state is None or not state.jobs:
+            return None
+        return self._deadline(state, state.jobs[0])
+
+    def _deadline(self, state: _Owner, job: _Job) -> float:
+        due = job.submitted if state.runs_out is None else max(state.runs_out, job.submitted)
+        return min(due, job.submitted + self._max_slack_s)
+
+    def _drop_cancelled(self) -> None:
+        for state in self._owners.values():
+            while state.jobs and state.jobs[0].future.cancelled():
+                state.jobs.popleft()
+
     def _next_job(self) -> _Job | None:
-        while self._turns:
+        self._drop_cancelled()
+        now = self._clock()
+        for owner in [o for o, s in self._owners.items() if not s.jobs and (s.runs_out or 0) <= now]:
+            del self._owners[owner]  # nothing queued, nothing left playing: forget it
+        ready = [o for o, s in self._owners.items() if s.jobs]
+        if not ready:
+            self._turns.clear()
+            return None
+        if self.policy == "round_robin":
+            while self._turns[0] not in ready:
+                self._turns.popleft()
             owner = self._turns.popleft()
-            queue = self._queues[owner]
-            job = queue.popleft()
-            if queue:
-                self._turns.append(owner)
-            else:
-                del self._queues[owner]
-            if not job.future.cancelled():
-                return job
-        return None
+        else:
+            owner = min(ready, key=lambda o: (self._deadline(self._owners[o], self._owners[o].jobs[0]),
+                                              self._owners[o].jobs[0].seq))
+            if owner in self._turns:
+                self._turns.remove(owner)
+        state = self._owners[owner]
+        job = state.jobs.popleft()
+        if state.jobs and owner not in self._turns:
+            self._turns.append(owner)
+        return job
+
+    def _account(self, job: _Job, result: Any) -> None:
+        state = self._owners.get(job.owner)
+        if state is None or job.audio_s is None:
+            return
+        try:
+            seconds = float(job.audio_s(result))
+        except Exception:  # a bad measure must not stop the worker
+            log.exception("audio_s failed")
+            return
+        now = self._clock()
+        state.runs_out = max(now, state.runs_out or now) + max(0.0, seconds)
 
     async def _work(self) -> None:
         assert self._wakeup is not None
@@ -136,6 +213,7 @@ class FairScheduler:
                     job.future.set_exception(exc)
             else:
                 if not job.future.done():
+                    self._account(job, result)
                     job.future.set_result(result)
             finally:
                 self.running -= 1
@@ -149,3 +227,4 @@ class FairScheduler:
         if not self._in_flight[owner]:
             del self._in_flight[owner]
             self._gone.discard(owner)
+

@@ -44,6 +44,7 @@ class Speaker:
         encoder = StreamEncoder(fmt=settings.format, sample_rate=settings.sample_rate)
         clock = UtteranceClock(route="ws", fmt=settings.format)
         audio_s = synthesis_s = 0.0
+        first_s: float | None = None  # model time before the first audio: the first window's
         sent = 0
         try:
             async for chunk in utt.speech:
@@ -52,6 +53,7 @@ class Speaker:
                     return
                 audio_s += chunk.synthesis.seconds
                 synthesis_s += chunk.synthesis_s
+                first_s = synthesis_s if first_s is None else first_s
                 sent += await outbox.send_audio(utt.gen, await encode_off_loop(encoder, chunk.synthesis.audio))
                 clock.audio(seconds=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s)
             sent += await outbox.send_audio(utt.gen, encoder.finish())
@@ -74,5 +76,5 @@ class Speaker:
         clock.finish()
         await outbox.emit(utt.gen, UtteranceEnd(
             id=utt.id, turn=utt.turn, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
-            bytes=sent, format=settings.format, sample_rate=settings.sample_rate,
+            first_audio_synthesis_ms=round((first_s or 0.0) * 1000), bytes=sent, format=settings.format, sample_rate=settings.sample_rate,
         ))

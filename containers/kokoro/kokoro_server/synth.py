@@ -5,6 +5,11 @@ its text; a WebSocket session reads one per utterance (one piece, already cut: b
 ``speak``, by the session's chunker for ``delta``) and starts the next one's G2P and jobs while the
 previous one's audio streams, so the model never waits on G2P between sentences. Nothing here cuts
 sentences: each text is cut once, before it gets here (docs/architecture.md).
+
+Each phoneme chunk is decoded in windows (engines/windows.py): the first job runs the engine's
+front and the first window, each later job one more window, and every window's audio is a chunk
+of the speech as soon as it exists. Windows are separate scheduler jobs, so other sessions' work
+interleaves between them and a cancel drops the windows not yet decoded.
 """
 
 from __future__ import annotations
@@ -19,32 +24,43 @@ from typing import Hashable
 import numpy as np
 from voicestream.protocol import ProtocolError
 
-from .engines import Engine, Synthesis
+from .engines import Decoding, Engine, Synthesis, WindowPlan
 from .g2p import Phonemizer, sentence_jobs
 from .model_dir import style_for
-from .scheduler import FairScheduler
+from .scheduler import Scheduler
 
-# How many chunks of one speech may sit finished or queued ahead of its reader. Two keeps the
-# model busy across sentence boundaries while bounding the audio held for a slow reader.
-LOOKAHEAD = 2
+# How many chunks (windows) of one speech may sit finished or queued ahead of its reader. A few
+# keep the model busy across window and sentence boundaries while bounding what a slow reader holds.
+LOOKAHEAD = 3
 
 
 @dataclass(frozen=True, kw_only=True)
 class TimedSynthesis:
-    """A chunk's audio and how long the model spent on it."""
+    """A window's audio and how long the model spent on it. ``synthesis.durations`` (frames per
+    token of the whole phoneme chunk) is set on a chunk's first window only."""
 
     synthesis: Synthesis
     synthesis_s: float
+    decoding: Decoding | None = None  # the chunk's decoder state, while windows remain
+
+    @property
+    def seconds(self) -> float:
+        return self.synthesis.seconds
+
+
+def _audio_s(result: TimedSynthesis) -> float:
+    return result.synthesis.seconds
 
 
 class Synthesizer:
     """Everything a route needs to turn text into audio: voices, G2P, the fair model queue."""
 
     def __init__(
-        self, *, engine: Engine, voices: dict[str, np.ndarray], scheduler: FairScheduler,
-        default_voice: str | None = None,
+        self, *, engine: Engine, voices: dict[str, np.ndarray], scheduler: Scheduler,
+        default_voice: str | None = None, windowed: bool = True, plan: WindowPlan | None = None,
     ) -> None:
         self.engine = engine
+        self.plan = (plan or WindowPlan()) if windowed and getattr(engine, "windowed", False) else None
         self.voices = voices
         self.scheduler = scheduler
         self.phonemizer = Phonemizer()
@@ -65,14 +81,30 @@ class Synthesizer:
         return await loop.run_in_executor(self._g2p, lambda: self.phonemizer.phonemize(text, voice=voice))
 
     def submit(self, *, owner: Hashable, phonemes: str, voice: str, speed: float) -> asyncio.Future[TimedSynthesis]:
+        """Queue a chunk's front and first window; ``result.decoding`` decodes the rest (``submit_step``)."""
         style = style_for(self.voices[voice], phonemes)
 
         def run() -> TimedSynthesis:
             started = time.perf_counter()
-            result = self.engine.synthesize(phonemes, style, speed)
-            return TimedSynthesis(synthesis=result, synthesis_s=time.perf_counter() - started)
+            decoding = self.engine.begin(phonemes, style, speed, plan=self.plan)
+            audio = decoding.step()
+            return TimedSynthesis(
+                synthesis=Synthesis(audio=audio, durations=decoding.durations),
+                synthesis_s=time.perf_counter() - started, decoding=None if decoding.done else decoding,
+            )
 
-        return self.scheduler.submit(owner, run)
+        return self.scheduler.submit(owner, run, audio_s=_audio_s)
+
+    def submit_step(self, *, owner: Hashable, decoding: Decoding) -> asyncio.Future[TimedSynthesis]:
+        """Queue the next window of a chunk whose first window is done."""
+
+        def run() -> TimedSynthesis:
+            started = time.perf_counter()
+            audio = decoding.step()
+            return TimedSynthesis(synthesis=Synthesis(audio=audio), synthesis_s=time.perf_counter() - started,
+                                  decoding=None if decoding.done else decoding)
+
+        return self.scheduler.submit(owner, run, audio_s=_audio_s)
 
     def speech(
         self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None
@@ -97,11 +129,15 @@ def _pick_default(voices: dict[str, np.ndarray]) -> str:
 
 
 class Speech:
-    """Pieces of text on their way to audio. Iterate it for chunks in order; ``cancel`` drops the rest.
+    """Pieces of text on their way to audio. Iterate it for chunks (windows) in order; ``cancel``
+    drops the rest.
 
-    A producer task phonemizes the pieces (G2P splits only what exceeds the model's 510 phonemes) and queues model jobs, at most
-    LOOKAHEAD chunks ahead of the reader. With ``after`` it waits until the previous speech has
-    queued all its jobs, so one owner's jobs reach the model in the order they were spoken.
+    A G2P task phonemizes the pieces ahead (one model job per sentence in a piece; G2P splits only
+    what exceeds the model's 510 phonemes); a producer task queues
+    model jobs, at most LOOKAHEAD windows ahead of the reader. A chunk's first job tells how many
+    windows follow; each next window is queued when the one before it is done (the decoder state
+    is sequential). With ``after`` the producer waits until the previous speech has queued all its
+    jobs, so one owner's jobs reach the model in the order they were spoken.
     """
 
     def __init__(
@@ -115,31 +151,63 @@ class Speech:
         self._speed = speed
         self._after = after
         self._jobs: asyncio.Queue[asyncio.Future[TimedSynthesis] | None] = asyncio.Queue(LOOKAHEAD)
+        self._chunks: asyncio.Queue[str | None] = asyncio.Queue(LOOKAHEAD)
         self._pending: list[asyncio.Future[TimedSynthesis]] = []
         self.all_queued = asyncio.Event()
         self.error: BaseException | None = None
+        self._g2p = asyncio.create_task(self._phonemize_all())
         self._producer = asyncio.create_task(self._produce())
+
+    async def _phonemize_all(self) -> None:
+        try:
+            for piece in self._pieces:
+                for chunk in await self._synth.phonemize(piece, voice=self._voice):
+                    for phonemes in sentence_jobs(chunk):
+                        await self._chunks.put(phonemes)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # G2P failed: the reader raises it after what was queued
+            self.error = exc
+        await self._chunks.put(None)
 
     async def _produce(self) -> None:
         try:
             if self._after is not None:
                 await self._after.all_queued.wait()
                 self._after = None  # no chain of every earlier speech kept alive by the latest one
-            for piece in self._pieces:
-                for chunk in await self._synth.phonemize(piece, voice=self._voice):
-                    for phonemes in sentence_jobs(chunk):
-                        future = self._synth.submit(
-                            owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed
-                        )
-                        self._pending.append(future)
-                        await self._jobs.put(future)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # G2P failed: the reader raises it after what was queued
-            self.error = exc
+            while (phonemes := await self._chunks.get()) is not None:
+                future: asyncio.Future[TimedSynthesis] | None = self._synth.submit(
+                    owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed
+                )
+                last = self._synth.plan is None  # one-shot: the first job is the only one
+                while future is not None:
+                    self._pending.append(future)
+                    await self._jobs.put(future)
+                    if last:
+                        break
+                    future, last = await self._next_window(future)
         finally:
             self.all_queued.set()
         await self._jobs.put(None)
+
+    async def _next_window(
+        self, future: asyncio.Future[TimedSynthesis]
+    ) -> tuple[asyncio.Future[TimedSynthesis] | None, bool]:
+        """The job for the window after ``future``'s (None after the chunk's last, or after a failure,
+        which the reader raises), and whether that job is the chunk's last."""
+        try:
+            result = await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if future.cancelled() and not self._producer.cancelling():
+                return None, True  # that job was dropped (cancel): so are the windows after it
+            raise
+        except Exception:
+            return None, True
+        decoding = result.decoding
+        if decoding is None:
+            return None, True
+        last = decoding.remaining == 1
+        return self._synth.submit_step(owner=self._owner, decoding=decoding), last
 
     async def __aiter__(self) -> AsyncIterator[TimedSynthesis]:
         while True:
@@ -155,6 +223,7 @@ class Speech:
                     self._pending.remove(future)
 
     def cancel(self) -> None:
+        self._g2p.cancel()
         self._producer.cancel()
         self._after = None
         self.all_queued.set()

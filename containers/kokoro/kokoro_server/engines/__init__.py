@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from ..model_dir import ModelDir
 from .base import MAX_PHONEMES, SAMPLE_RATE, Engine, EngineError, Synthesis
+from .windows import Decoding, WindowPlan
 
-__all__ = ["Engine", "EngineError", "MAX_PHONEMES", "SAMPLE_RATE", "Synthesis", "load_engine"]
+__all__ = [
+    "Decoding", "Engine", "EngineError", "MAX_PHONEMES", "SAMPLE_RATE", "Synthesis", "WindowPlan", "load_engine",
+]
 
 
 def load_engine(model: ModelDir, *, device: str | None = None) -> Engine:

@@ -8,6 +8,8 @@ from typing import Protocol
 import numpy as np
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
+from .windows import Decoding, WindowPlan
+
 SAMPLE_RATE = NATIVE_SAMPLE_RATE  # Kokoro's output rate: the protocol's native rate
 MAX_PHONEMES = 510  # Kokoro's context is 512 tokens including the two pad tokens
 
@@ -33,6 +35,11 @@ class Engine(Protocol):
 
     name: str
     device: str
+    windowed: bool  # whether ``begin`` can decode in windows (else it decodes in one shot)
+
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
+        """Run the front once; the result decodes ``plan``'s windows one ``step`` at a time."""
+        ...
 
     def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
         """``phonemes``: at most MAX_PHONEMES; ``style``: float32 [1, 256] from the voice pack."""

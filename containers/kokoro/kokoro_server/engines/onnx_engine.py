@@ -14,6 +14,9 @@ the file, instead of loading and speaking noise.
 Threads: onnxruntime's intra-op pool gets ``KOKORO_ONNX_THREADS`` threads, default
 ``os.cpu_count()``; idle threads do not spin. Synthesis is serialized by a lock, like the torch
 engine's.
+
+Windowed decoding: the graph is cut at load (onnx_split.py); ``begin`` runs the front and the
+harmonic source once per chunk, and each ``Decoding.step`` decodes one window (windows.py).
 """
 
 from __future__ import annotations
@@ -32,6 +35,8 @@ import onnxruntime as ort
 from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
+from .onnx_split import ENERGY, F0, FEATURES, SOURCE, split_graph
+from .windows import Decoding, WindowPlan
 
 log = logging.getLogger(__name__)
 
@@ -139,39 +144,49 @@ def _signature(session: ort.InferenceSession, path: Path) -> _Signature:
 
 
 class OnnxEngine:
-    """Kokoro on onnxruntime. The int8 export: ~0.55 CPU-seconds per second of audio."""
+    """Kokoro on onnxruntime. The int8 export: ~0.55 CPU-seconds per second of audio.
+
+    The graph is cut into front, harmonic source and decoder (onnx_split.py) so that ``begin``
+    runs the front once and each window is decoded on its own; graphs that cannot be cut run whole.
+    """
 
     name = "onnx"
 
     def __init__(self, *, model: ModelDir, device: str | None = None) -> None:
         verify_weights(model)
-        self.device, providers = pick_providers(device)
+        self.device, self._providers = pick_providers(device)
         self.threads = intra_op_threads()
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = self.threads
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.log_severity_level = 3  # onnxruntime's warnings about unused initializers are noise
-        # Idle pool threads would otherwise spin for a while after each run, taking the cores that
-        # G2P and the event loop need between chunks (measured: ~25% more CPU per second of audio
-        # on two cores, for no gain in speed).
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self._session = ort.InferenceSession(str(model.weights), sess_options=options, providers=providers)
-        except Exception as exc:  # not a model, truncated protobuf, unsupported opset
-            raise ModelDirError(f"{model.weights}: cannot load ONNX model ({type(exc).__name__}: {exc})") from None
-        self._sig = _signature(self._session, model.weights)
+        self._options = _session_options(self.threads)
+        whole = self._open(model.weights, str(model.weights))
+        self._sig = _signature(whole, model.weights)
         self._vocab = dict(model.vocab)
         self._lock = threading.Lock()
-        log.info("onnx engine: %s, providers %s, %d intra-op threads", model.weights.name,
-                 self._session.get_providers(), self.threads)
+        sig = self._sig
+        split = split_graph(model.weights, tokens=sig.tokens, style=sig.style, speed=sig.speed, audio=sig.audio)
+        self._split = split
+        if split is None:
+            self._whole: ort.InferenceSession | None = whole
+        else:  # the three parts replace the whole graph (they reproduce its output exactly)
+            self._whole = None
+            del whole
+            self._front = self._open(model.weights, split.front)
+            self._source = self._open(model.weights, split.source)
+            self._decoder = self._open(model.weights, split.decoder)
+        self.windowed = split is not None
+        log.info("onnx engine: %s, providers %s, %d intra-op threads, %s", model.weights.name,
+                 self._providers, self.threads, "windowed decoding" if self.windowed else "one-shot decoding")
+
+    def _open(self, path: Path, graph: str | bytes) -> ort.InferenceSession:
+        try:
+            return ort.InferenceSession(graph, sess_options=self._options, providers=self._providers)
+        except Exception as exc:  # not a model, truncated protobuf, unsupported opset
+            raise ModelDirError(f"{path}: cannot load ONNX model ({type(exc).__name__}: {exc})") from None
 
     def token_ids(self, phonemes: str) -> list[int]:
         """Vocab ids for ``phonemes``; symbols the vocab lacks are dropped, as kokoro's KModel does."""
         return [i for i in map(self._vocab.get, phonemes) if i is not None]
 
-    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+    def _feeds(self, phonemes: str, style: np.ndarray, speed: float) -> dict[str, np.ndarray]:
         if not phonemes or len(phonemes) > MAX_PHONEMES:
             raise EngineError(f"phonemes: length {len(phonemes)} is outside 1..{MAX_PHONEMES}")
         ids = self.token_ids(phonemes)
@@ -183,19 +198,74 @@ class OnnxEngine:
         if not np.isfinite(speed) or speed <= 0:
             raise EngineError(f"speed: must be a positive number, got {speed!r}")
         sig = self._sig
-        feeds = {
+        return {
             sig.tokens: np.array([[0, *ids, 0]], dtype=sig.tokens_dtype),
             sig.style: np.ascontiguousarray(style.reshape(1, STYLE_DIM)),
             sig.speed: np.full(sig.speed_shape, speed, dtype=sig.speed_dtype),
         }
-        wanted = [sig.audio] if sig.durations is None else [sig.audio, sig.durations]
+
+    def _run(self, session: ort.InferenceSession, outputs: list[str], feeds: dict) -> list[np.ndarray]:
         try:
             with self._lock:
-                results = self._session.run(wanted, feeds)
+                return session.run(outputs, feeds)
         except Exception as exc:
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
-        audio = np.ascontiguousarray(np.asarray(results[0], dtype=np.float32).reshape(-1))
-        if audio.size == 0 or not np.isfinite(audio).all():
-            raise EngineError(f"synthesis failed: the model returned {audio.size} samples, not all finite")
+
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
+        """Run the front (the whole graph when it could not be cut); decode windows with ``step``."""
+        feeds = self._feeds(phonemes, style, speed)
+        if self._whole is not None:
+            return self._begin_whole(feeds)
+        split = self._split
+        assert split is not None
+        front = self._run(self._front, list(split.front_outputs), feeds)
+        features, f0, energy = front[:3]
+        durations = np.asarray(front[3]).reshape(-1) if len(front) > 3 else None
+        frames = int(features.shape[2])
+        if frames < 1 or f0.shape[1] != 2 * frames or energy.shape[1] != 2 * frames:
+            raise EngineError(f"synthesis failed: front gave {frames} frames, F0 {f0.shape}, energy {energy.shape}")
+        (source,) = self._run(self._source, [SOURCE], {F0: f0})
+        per_frame = source.shape[1] // frames
+        style_in = feeds[split.style_input]
+
+        def decode(lo: int, hi: int) -> np.ndarray:
+            (audio,) = self._run(self._decoder, [split.audio_output], {
+                FEATURES: features[:, :, lo:hi], F0: f0[:, 2 * lo:2 * hi], ENERGY: energy[:, 2 * lo:2 * hi],
+                split.style_input: style_in, SOURCE: source[:, lo * per_frame:hi * per_frame],
+            })
+            return _checked(audio)
+
+        return Decoding(frames=frames, decode=decode, plan=plan, durations=durations)
+
+    def _begin_whole(self, feeds: dict[str, np.ndarray]) -> Decoding:
+        sig = self._sig
+        wanted = [sig.audio] if sig.durations is None else [sig.audio, sig.durations]
+        results = self._run(self._whole, wanted, feeds)  # type: ignore[arg-type]
+        audio = _checked(results[0])
         durations = None if sig.durations is None else np.asarray(results[1]).reshape(-1)
-        return Synthesis(audio=audio, durations=durations)
+        return Decoding(frames=1, decode=lambda lo, hi: audio, plan=None, durations=durations)
+
+    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+        decoding = self.begin(phonemes, style, speed, plan=None)
+        return Synthesis(audio=decoding.rest(), durations=decoding.durations)
+
+
+def _session_options(threads: int) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.log_severity_level = 3  # onnxruntime's warnings about unused initializers are noise
+    # Idle pool threads would otherwise spin for a while after each run, taking the cores that
+    # G2P and the event loop need between chunks (measured: ~25% more CPU per second of audio
+    # on two cores, for no gain in speed).
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return options
+
+
+def _checked(raw: np.ndarray) -> np.ndarray:
+    audio = np.ascontiguousarray(np.asarray(raw, dtype=np.float32).reshape(-1))
+    if audio.size == 0 or not np.isfinite(audio).all():
+        raise EngineError(f"synthesis failed: the model returned {audio.size} samples, not all finite")
+    return audio

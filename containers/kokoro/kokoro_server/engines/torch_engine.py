@@ -20,6 +20,7 @@ from kokoro import KModel
 from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
+from .windows import Decoding, WindowPlan
 
 COMPONENTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
 REPO_ID = "hexgrad/Kokoro-82M"  # only names the architecture; nothing is downloaded
@@ -93,9 +94,16 @@ def _seed(phonemes: str, speed: float) -> int:
 
 
 class TorchEngine:
-    """Kokoro on torch: CUDA on ml.g5 (A10G), CPU elsewhere."""
+    """Kokoro on torch: CUDA on ml.g5 (A10G), CPU elsewhere.
+
+    ``begin`` runs KModel's front (BERT, durations, alignment, F0 and energy, the text encoder)
+    once per chunk; each ``Decoding.step`` runs ``KModel.decoder`` over one window of frames.
+    Unlike the onnx engine, each window makes its own harmonic source (its sines start at the
+    window's first decoded frame), so seams rely on the context and the crossfade alone.
+    """
 
     name = "torch"
+    windowed = True
 
     def __init__(self, *, model: ModelDir, device: str | None = None) -> None:
         self.device = pick_device(device)
@@ -106,16 +114,59 @@ class TorchEngine:
         self._model = kmodel.to(self.device).eval()
         self._lock = threading.Lock()  # one forward at a time, whatever thread calls
 
-    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
         if not phonemes or len(phonemes) > MAX_PHONEMES:
             raise EngineError(f"phonemes: length {len(phonemes)} is outside 1..{MAX_PHONEMES}")
-        ref_s = torch.from_numpy(np.ascontiguousarray(style, dtype=np.float32)).reshape(1, -1)
+        if not np.isfinite(speed) or speed <= 0:
+            raise EngineError(f"speed: must be a positive number, got {speed!r}")
+        ref_s = torch.from_numpy(np.ascontiguousarray(style, dtype=np.float32)).reshape(1, -1).to(self.device)
+        seed = _seed(phonemes, speed)
         try:
             with self._lock, torch.inference_mode():
-                torch.manual_seed(_seed(phonemes, speed))
-                output = self._model(phonemes, ref_s, speed=speed, return_output=True)
+                torch.manual_seed(seed)
+                asr, f0, energy, durations = self._front(phonemes, ref_s, speed)
+        except EngineError:
+            raise
         except Exception as exc:
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
-        audio = output.audio.detach().to(torch.float32).numpy().reshape(-1)
-        durations = None if output.pred_dur is None else output.pred_dur.numpy().reshape(-1)
-        return Synthesis(audio=np.ascontiguousarray(audio), durations=durations)
+        decoder_style = ref_s[:, :128]
+
+        def decode(lo: int, hi: int) -> np.ndarray:
+            try:
+                with self._lock, torch.inference_mode():
+                    torch.manual_seed(seed + lo)  # the vocoder draws noise: same input, same samples
+                    audio = self._model.decoder(
+                        asr[:, :, lo:hi], f0[:, 2 * lo:2 * hi], energy[:, 2 * lo:2 * hi], decoder_style
+                    )
+            except Exception as exc:
+                raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
+            return audio.detach().to(torch.float32).cpu().numpy().reshape(-1)
+
+        return Decoding(frames=int(asr.shape[2]), decode=decode, plan=plan, durations=durations)
+
+    def _front(self, phonemes: str, ref_s: torch.Tensor, speed: float):
+        """KModel.forward_with_tokens up to the decoder: features, F0, energy, frames per token."""
+        m = self._model
+        ids = [i for i in map(m.vocab.get, phonemes) if i is not None]
+        if not ids:
+            raise EngineError(f"phonemes: none of {phonemes[:40]!r} is in the model's vocab")
+        input_ids = torch.LongTensor([[0, *ids, 0]]).to(self.device)
+        lengths = torch.full((1,), input_ids.shape[-1], device=self.device, dtype=torch.long)
+        text_mask = torch.zeros((1, input_ids.shape[-1]), dtype=torch.bool, device=self.device)
+        d_en = m.bert_encoder(m.bert(input_ids, attention_mask=(~text_mask).int())).transpose(-1, -2)
+        s = ref_s[:, 128:]
+        d = m.predictor.text_encoder(d_en, s, lengths, text_mask)
+        x, _ = m.predictor.lstm(d)
+        duration = torch.sigmoid(m.predictor.duration_proj(x)).sum(axis=-1) / speed
+        pred_dur = torch.round(duration).clamp(min=1).long().reshape(-1)
+        indices = torch.repeat_interleave(torch.arange(input_ids.shape[1], device=self.device), pred_dur)
+        alignment = torch.zeros((input_ids.shape[1], indices.shape[0]), device=self.device)
+        alignment[indices, torch.arange(indices.shape[0])] = 1
+        alignment = alignment.unsqueeze(0)
+        f0, energy = m.predictor.F0Ntrain(d.transpose(-1, -2) @ alignment, s)
+        asr = m.text_encoder(input_ids, lengths, text_mask) @ alignment
+        return asr, f0, energy, pred_dur.cpu().numpy()
+
+    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+        decoding = self.begin(phonemes, style, speed, plan=None)
+        return Synthesis(audio=np.ascontiguousarray(decoding.rest()), durations=decoding.durations)

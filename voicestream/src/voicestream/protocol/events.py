@@ -131,6 +131,7 @@ class UtteranceEnd(ServerEvent):
     turn: int | None
     audio_ms: int = 0
     synthesis_ms: int = 0
+    first_audio_synthesis_ms: int = 0  # the part of synthesis_ms before the first audio (its first window)
     bytes: int = 0
     format: str = "pcm"
     sample_rate: int = NATIVE_SAMPLE_RATE

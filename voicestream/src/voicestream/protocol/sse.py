@@ -60,6 +60,7 @@ class SseEnd(ServerEvent):
     audio_ms: int
     synthesis_ms: int
     elapsed_ms: int
+    first_audio_synthesis_ms: int = 0  # the part of synthesis_ms before the first audio event
 
 
 def encode_sse(event: SseStart | SseAudio | SseEnd | ErrorEvent) -> bytes:

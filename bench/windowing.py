@@ -1,0 +1,143 @@
+"""Windowed vs one-shot decoding on the real weights: quality, first audio and stall per window plan.
+
+    .venv-kokoro/bin/python -m bench.windowing [--quick] [--out bench/results/windowing.json]
+
+For a 6-word and a 37-word sentence (the packaged int8 ONNX Kokoro-82M, voice jf_alpha) it renders
+the one-shot reference, two measures of the model's own variation (the neighbouring style row,
+pack[n-2] instead of pack[n-1]; and the same frames with the last one dropped), then each window
+plan: log-mel distance and SNR against one-shot, the largest sample jump at a seam against the
+one-shot audio's largest and 99.9th-percentile jumps, the word error rate of an offline
+recognizer (pocketsphinx's US English model; Kokoro's Japanese voices reading English get ~0.6-0.9
+even in one shot, so compare plans with one-shot, not with zero), time to the first window, and
+the stall a real-time listener would hear (playback starting with the first window). Times are
+wall-clock on this machine under whatever load it has: the JSON records the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+import numpy as np
+
+from .audio_metrics import jumps, largest_jump_near, log_mel_distance, snr_db
+
+REPO = Path(__file__).resolve().parent.parent
+SENTENCES = {
+    "6 words": "Start with where the router sits.",
+    "37 words": ("Routers work best in the open, up high and near the middle of your home, because walls, "
+                 "mirrors and fish tanks all soak up the signal before it ever reaches the rooms where you "
+                 "need it most."),
+}
+# (first, growth, largest, context, crossfade) in frames of 25 ms
+PLANS = [(20, 2.0, 480, 20, 8), (20, 2.0, 480, 30, 8), (20, 2.0, 480, 10, 4), (20, 1.0, 160, 20, 8),
+         (20, 1.5, 480, 20, 8), (30, 2.0, 480, 20, 8), (12, 2.0, 480, 20, 8)]
+QUICK_PLANS = PLANS[:2]
+VOICE = "jf_alpha"
+
+
+def word_error_rate(text: str, audio: np.ndarray) -> float | None:
+    """pocketsphinx on ``audio`` (24 kHz, linearly resampled to 16 kHz) against ``text``."""
+    try:
+        from pocketsphinx import Decoder
+    except ImportError:
+        return None
+    x = np.interp(np.arange(0, audio.size, 1.5), np.arange(audio.size), audio)
+    decoder = Decoder(samprate=16_000, loglevel="FATAL")
+    decoder.start_utt()
+    decoder.process_raw((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes(), full_utt=True)
+    decoder.end_utt()
+    heard = decoder.hyp().hypstr.lower().split() if decoder.hyp() else []
+    words = [w.strip(".,;:!?") for w in text.lower().split()]
+    row = list(range(len(heard) + 1))
+    for i, word in enumerate(words, 1):  # edit distance, one row at a time
+        prev, row = row, [i] + [0] * len(heard)
+        for j, got in enumerate(heard, 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (word != got))
+    return round(row[-1] / len(words), 3)
+
+
+def measure_plan(engine, phonemes: str, style, reference: np.ndarray, plan, text: str) -> dict:
+    started = time.perf_counter()
+    decoding = engine.begin(phonemes, style, 1.0, plan=plan)
+    parts, ready = [], []
+    while not decoding.done:
+        parts.append(decoding.step())
+        ready.append(time.perf_counter() - started)
+    audio = np.concatenate(parts)
+    clock, stall, played = ready[0], 0.0, 0
+    for part, at in zip(parts, ready):
+        due = clock + played / 24_000
+        if at > due:
+            stall += at - due
+            clock += at - due
+        played += part.size
+    per_frame = audio.size // decoding.frames
+    seams = [w.end * per_frame for w in decoding.windows[:-1]]
+    return {
+        "windows": [w.end - w.start for w in decoding.windows],
+        "first_audio_ms": round(ready[0] * 1000), "total_ms": round(ready[-1] * 1000),
+        "stall_ms": round(stall * 1000), "stall_fraction": round(stall / (audio.size / 24_000), 4),
+        "log_mel_db": round(log_mel_distance(reference, audio), 3), "snr_db": round(snr_db(reference, audio), 2),
+        "seam_max_jump": round(largest_jump_near(audio, seams, radius=(plan.crossfade + 1) * per_frame), 4),
+        "same_length": bool(audio.size == reference.size), "wer": word_error_rate(text, audio),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.windowing", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help=f"only {len(QUICK_PLANS)} plans")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "windowing.json")
+    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "kokoro-82m-onnx")
+    args = parser.parse_args(argv)
+    from kokoro_server.engines import WindowPlan, load_engine
+    from kokoro_server.g2p import Phonemizer
+    from kokoro_server.model_dir import open_model_dir, style_for
+    from kokoro_server.packaged_weights import build_model_dir
+
+    model = open_model_dir(build_model_dir(args.model_dir).root)
+    engine = load_engine(model)
+    phonemizer = Phonemizer()
+    pack = model.voices[VOICE]
+    result: dict = {"load_average_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+                    "engine": engine.name, "voice": VOICE, "sentences": {}}
+    plans = QUICK_PLANS if args.quick else PLANS
+    for label, text in SENTENCES.items():
+        phonemes = phonemizer.phonemize(text, voice=VOICE)[0]
+        style = style_for(pack, phonemes)
+        started = time.perf_counter()
+        oneshot = engine.begin(phonemes, style, 1.0, plan=None)
+        reference = oneshot.rest()
+        oneshot_ms = round((time.perf_counter() - started) * 1000)
+        neighbour = engine.synthesize(phonemes, pack[max(len(phonemes) - 2, 0)], 1.0).audio
+        shorter = oneshot.decode(0, oneshot.frames - 1)
+        d = jumps(reference)
+        entry = {
+            "text": text, "frames": oneshot.frames, "audio_s": round(reference.size / 24_000, 2),
+            "one_shot_ms": oneshot_ms,
+            "variation_style_row_db": round(log_mel_distance(reference, neighbour), 3),
+            "variation_one_frame_less_db": round(log_mel_distance(reference[:shorter.size], shorter), 3),
+            "one_shot_jump_p999": round(float(np.percentile(d, 99.9)), 4), "one_shot_jump_max": round(float(d.max()), 4),
+            "one_shot_wer": word_error_rate(text, reference),
+            "plans": [],
+        }
+        for first, growth, largest, context, crossfade in plans:
+            plan = WindowPlan(first=first, growth=growth, largest=largest, context=context, crossfade=crossfade)
+            row = {"first": first, "growth": growth, "largest": largest, "context": context, "crossfade": crossfade}
+            row.update(measure_plan(engine, phonemes, style, reference, plan, text))
+            entry["plans"].append(row)
+            print(label, row, flush=True)
+        result["sentences"][label] = entry
+    result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
+    result["default"] = {k: getattr(WindowPlan(), k) for k in ("first", "growth", "largest", "context", "crossfade")}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,69 @@
+"""Cut a Kokoro ONNX graph into the parts windowed decoding needs, in memory, at load.
+
+Kokoro's export scopes its nodes ``/encoder/*`` (text encoder, durations, F0 and energy) and
+``/decoder/*`` (decoder and iSTFTNet generator). Cut at the tensors between them:
+
+* front: tokens, style, speed -> aligned features [1, 512, F], F0 and energy [1, 2F], and the
+  per-token durations ``/encoder/Clip_output_0`` (frames per token, pads included) when present;
+* source: F0 -> the harmonic source (audio rate, 600 samples per frame). Its phase is a running
+  sum of F0 over the whole utterance, so it is made once and sliced per window: windows decoded
+  from their own source would start their sines at phase 0 and cancel where they are crossfaded;
+* decoder: the three features, the style and the source slice -> audio.
+
+Front, source and decoder over all frames reproduce the whole graph's output exactly. A graph
+without these tensors (another export) is not cut: the engine then decodes in one shot.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+FEATURES = "/encoder/MatMul_1_output_0"
+F0 = "/encoder/Reshape_output_0"
+ENERGY = "/encoder/Reshape_1_output_0"
+DURATIONS = "/encoder/Clip_output_0"
+SOURCE = "/decoder/decoder/generator/m_source/l_tanh/Tanh_output_0"
+
+
+@dataclass(frozen=True)
+class SplitGraph:
+    """Serialized ONNX models of the three parts, and the names of the graph's own inputs."""
+
+    front: bytes
+    source: bytes
+    decoder: bytes
+    front_outputs: tuple[str, ...]  # FEATURES, F0, ENERGY[, DURATIONS]
+    style_input: str
+    audio_output: str
+
+
+def split_graph(path: Path, *, tokens: str, style: str, speed: str, audio: str) -> SplitGraph | None:
+    """The three parts of the graph at ``path``, or None when it does not have Kokoro's tensors."""
+    try:
+        import onnx
+        import onnx.utils
+    except ImportError:  # the container installs onnx; without it the engine still works, one-shot
+        log.warning("the onnx package is missing: decoding in one shot")
+        return None
+    model = onnx.load(str(path))
+    produced = {name for node in model.graph.node for name in node.output}
+    if not {FEATURES, F0, ENERGY, SOURCE} <= produced:
+        log.warning("%s: no Kokoro encoder/decoder tensors to cut at: decoding in one shot", path.name)
+        return None
+    front_outputs = (FEATURES, F0, ENERGY, *((DURATIONS,) if DURATIONS in produced else ()))
+    extractor = onnx.utils.Extractor(model)
+    front = extractor.extract_model([tokens, style, speed], list(front_outputs))
+    source = extractor.extract_model([F0], [SOURCE])
+    decoder = extractor.extract_model([FEATURES, F0, ENERGY, style, SOURCE], [audio])
+    inputs = {i.name for i in decoder.graph.input}
+    if inputs != {FEATURES, F0, ENERGY, style, SOURCE}:  # the decoder reaches back past the cut
+        log.warning("%s: the decoder needs %s besides the cut: decoding in one shot", path.name, sorted(inputs))
+        return None
+    return SplitGraph(
+        front=front.SerializeToString(), source=source.SerializeToString(), decoder=decoder.SerializeToString(),
+        front_outputs=front_outputs, style_input=style, audio_output=audio,
+    )

@@ -1,0 +1,154 @@
+"""Windowed decoding: cut an utterance's frames into growing windows and join their audio.
+
+Kokoro's decoder turns aligned features (25 ms frames) into audio. Run over the whole utterance it
+makes the listener wait for the last frame before hearing the first; run over windows, the first
+window's audio can play while the rest is decoded. A window is decoded with ``context`` frames of
+its neighbours on both sides (the decoder's convolutions see what they would see in one pass),
+and neighbouring windows overlap by ``crossfade`` frames blended with raised-cosine ramps, so a
+seam does not click. The defaults come from bench/windowing.py (bench/results/windowing.json).
+
+Only numpy here: an engine runs its front once, then hands :class:`Decoding` a function that
+decodes frames [lo, hi); each :meth:`Decoding.step` decodes one window and returns the audio that
+is final, so the caller can send it before the next window is decoded.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowPlan:
+    """How to cut frames into windows: ``first`` frames first, then each window ``growth`` times
+    all the frames before it (the audio a listener has buffered while it is decoded), at most
+    ``largest``; a remainder shorter than ``first`` joins the last window. Fewer, larger windows
+    differ less from one shot (the decoder normalises over each window's whole length)."""
+
+    first: int = 20
+    growth: float = 2.0
+    largest: int = 480
+    context: int = 20
+    crossfade: int = 8
+
+    def __post_init__(self) -> None:
+        for name in ("first", "largest", "context"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}: must be at least 1 frame, got {getattr(self, name)}")
+        if not 0 <= self.crossfade <= self.context:
+            raise ValueError(f"crossfade: must be 0..context ({self.context}) frames, got {self.crossfade}")
+        if self.growth < 1:
+            raise ValueError(f"growth: must be at least 1, got {self.growth}")
+        if self.largest < self.first:
+            raise ValueError(f"largest: must be at least first ({self.first}), got {self.largest}")
+
+
+@dataclass(frozen=True)
+class Window:
+    """Frames [start, end) are this window's own; [lo, hi) are decoded (own plus context). Its
+    audio reaches ``tail`` frames past ``end``, where it is blended with the next window's."""
+
+    start: int
+    end: int
+    lo: int
+    hi: int
+    tail: int
+
+
+def plan_windows(frames: int, plan: WindowPlan | None) -> list[Window]:
+    """The windows covering ``frames`` frames, in order; one window when ``plan`` is None."""
+    if frames < 1:
+        raise ValueError(f"frames: must be at least 1, got {frames}")
+    if plan is None:
+        return [Window(0, frames, 0, frames, 0)]
+    bounds = [0]
+    while bounds[-1] < frames:
+        done = bounds[-1]
+        size = plan.first if done == 0 else min(plan.largest, max(plan.first, int(round(plan.growth * done))))
+        end = done + size
+        if frames - end < plan.first:  # too little left for a window of its own
+            end = frames
+        bounds.append(end)
+    windows = []
+    for start, end in zip(bounds, bounds[1:]):
+        last = end >= frames
+        windows.append(Window(
+            start, end, max(0, start - plan.context),
+            frames if last else min(frames, end + plan.context), 0 if last else plan.crossfade,
+        ))
+    return windows
+
+
+class Joiner:
+    """Join windows' audio with crossfades; ``add`` returns the samples that are final now."""
+
+    def __init__(self, *, crossfade_samples: int) -> None:
+        phase = (np.arange(crossfade_samples, dtype=np.float64) + 0.5) / max(crossfade_samples, 1)
+        # Both sides carry nearly the same signal (the same frames decoded twice), so the ramps sum
+        # to 1 (equal gain); equal-power ramps would lift the level by up to 3 dB at the seam.
+        self._fade_in = (np.sin(0.5 * np.pi * phase) ** 2).astype(np.float32)
+        self._fade_out = (1.0 - self._fade_in).astype(np.float32)
+        self._held = np.zeros(0, dtype=np.float32)
+
+    def add(self, audio: np.ndarray, *, tail_samples: int) -> np.ndarray:
+        """``audio`` runs from its window's start to ``tail_samples`` past its end."""
+        audio = np.asarray(audio, dtype=np.float32)
+        held = self._held
+        if held.size:
+            n = min(held.size, audio.size)
+            head = held[:n] * self._fade_out[:n] + audio[:n] * self._fade_in[:n]
+            audio = np.concatenate([head, audio[n:]])
+        if tail_samples:
+            self._held = audio[-tail_samples:].copy()
+            return audio[:-tail_samples]
+        self._held = np.zeros(0, dtype=np.float32)
+        return audio
+
+
+class Decoding:
+    """One utterance after the front ran: ``step`` decodes the next window and returns its final
+    audio. ``durations`` (frames per token) is known from the start. Steps are serialized."""
+
+    def __init__(
+        self, *, frames: int, decode: Callable[[int, int], np.ndarray], plan: WindowPlan | None,
+        durations: np.ndarray | None = None,
+    ) -> None:
+        self.frames = frames
+        self.durations = durations
+        self.windows = plan_windows(frames, plan)
+        self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
+        self._next = 0
+        self._joiner: Joiner | None = None
+        self._crossfade = 0 if plan is None else plan.crossfade
+        self._lock = threading.Lock()
+
+    @property
+    def done(self) -> bool:
+        return self._next >= len(self.windows)
+
+    @property
+    def remaining(self) -> int:
+        return len(self.windows) - self._next
+
+    def step(self) -> np.ndarray:
+        with self._lock:
+            if self.done:
+                raise RuntimeError("every window is already decoded")
+            window = self.windows[self._next]
+            decoded = np.asarray(self.decode(window.lo, window.hi), dtype=np.float32).reshape(-1)
+            per_frame, rest = divmod(decoded.size, window.hi - window.lo)
+            if rest or per_frame == 0:
+                raise ValueError(f"decoder returned {decoded.size} samples for {window.hi - window.lo} frames")
+            if self._joiner is None:
+                self._joiner = Joiner(crossfade_samples=self._crossfade * per_frame)
+            own = decoded[(window.start - window.lo) * per_frame:(window.end + window.tail - window.lo) * per_frame]
+            self._next += 1
+            return self._joiner.add(own, tail_samples=window.tail * per_frame)
+
+    def rest(self) -> np.ndarray:
+        """Decode every window left and return their audio joined (one-shot callers)."""
+        parts = [self.step() for _ in range(self.remaining)]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.float32)

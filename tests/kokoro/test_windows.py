@@ -1,0 +1,87 @@
+"""Window plans and the joiner, on synthetic decoders whose output depends only on the frame.
+
+A decoder that returns the same samples for a frame whatever window it is decoded in stands for
+a perfect model: windowed decoding must then give back exactly the one-shot signal, so any error
+in slicing, ordering or crossfading shows up as a difference.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from kokoro_server.engines.windows import Decoding, WindowPlan, plan_windows
+
+pytestmark = pytest.mark.kokoro
+
+PER_FRAME = 600
+
+
+@pytest.mark.parametrize("frames", [1, 19, 20, 39, 40, 61, 475, 510 * 50])
+@pytest.mark.parametrize("plan", [WindowPlan(), WindowPlan(first=10, growth=1.5, largest=40, context=5, crossfade=5)])
+def test_windows_cover_every_frame_once_in_order(frames: int, plan: WindowPlan) -> None:
+    windows = plan_windows(frames, plan)
+    assert windows[0].start == 0 and windows[-1].end == frames
+    assert all(a.end == b.start for a, b in zip(windows, windows[1:]))
+    assert windows[0].end == min(frames, plan.first) or len(windows) == 1
+    sizes = [w.end - w.start for w in windows]
+    assert all(s >= plan.first for s in sizes[:-1]) and max(sizes) <= max(plan.largest + plan.first, frames if len(windows) == 1 else 0)
+    for w in windows:
+        assert w.lo == max(0, w.start - plan.context)
+        assert w.hi == (frames if w is windows[-1] else min(frames, w.end + plan.context))
+        assert w.tail == (0 if w is windows[-1] else plan.crossfade)
+
+
+def test_window_sizes_grow_with_the_audio_before_them() -> None:
+    assert [w.end - w.start for w in plan_windows(475, WindowPlan())] == [20, 40, 120, 295]
+    sizes = [w.end - w.start for w in plan_windows(475, WindowPlan(first=20, growth=2, largest=160))]
+    assert sizes == [20, 40, 120, 160, 135]
+    sizes = [w.end - w.start for w in plan_windows(175, WindowPlan(first=20, growth=1, largest=160))]
+    assert sizes == [20, 20, 40, 95]  # the last 15 frames join the window before them
+
+
+def test_no_plan_is_one_window() -> None:
+    assert [(w.start, w.end, w.lo, w.hi, w.tail) for w in plan_windows(300, None)] == [(0, 300, 0, 300, 0)]
+
+
+@pytest.mark.parametrize("bad", [dict(first=0), dict(context=0), dict(crossfade=30, context=20), dict(growth=0.5),
+                                 dict(first=50, largest=40)])
+def test_bad_plans_name_the_field(bad: dict) -> None:
+    with pytest.raises(ValueError, match=next(iter(bad)) if "crossfade" not in bad else "crossfade"):
+        WindowPlan(**bad)
+
+
+def _frame_exact_decoder(signal: np.ndarray, calls: list[tuple[int, int]]):
+    def decode(lo: int, hi: int) -> np.ndarray:
+        calls.append((lo, hi))
+        return signal[lo * PER_FRAME:hi * PER_FRAME].copy()
+    return decode
+
+
+@pytest.mark.parametrize("frames", [5, 20, 61, 475])
+def test_windows_of_a_frame_exact_decoder_join_to_the_one_shot_signal(frames: int) -> None:
+    rng = np.random.default_rng(frames)
+    signal = rng.standard_normal(frames * PER_FRAME).astype(np.float32)
+    calls: list[tuple[int, int]] = []
+    decoding = Decoding(frames=frames, decode=_frame_exact_decoder(signal, calls), plan=WindowPlan())
+    parts = []
+    while not decoding.done:
+        parts.append(decoding.step())
+    joined = np.concatenate(parts)
+    np.testing.assert_allclose(joined, signal, atol=1e-6)  # crossfades of equal audio are that audio
+    assert calls == [(w.lo, w.hi) for w in decoding.windows]  # each window decoded once, in order
+    assert parts[0].size == min(frames, 20) * PER_FRAME or len(parts) == 1
+    with pytest.raises(RuntimeError):
+        decoding.step()
+
+
+def test_a_seam_between_different_renders_is_a_smooth_blend() -> None:
+    """Two windows that disagree (a constant 0 then 1) meet through a monotonic ramp, no step."""
+    frames, plan = 60, WindowPlan(first=20, growth=1, largest=20, context=8, crossfade=8)
+    decoding = Decoding(frames=frames, decode=lambda lo, hi: np.full((hi - lo) * PER_FRAME, float(lo > 0), np.float32),
+                        plan=plan)
+    audio = decoding.rest()
+    assert audio.size == frames * PER_FRAME
+    seam = audio[20 * PER_FRAME:28 * PER_FRAME]
+    assert seam[0] < 0.01 and seam[-1] > 0.99 and np.all(np.diff(seam) >= 0)
+    assert np.abs(np.diff(audio)).max() < 2.0 / (8 * PER_FRAME) * 1.6  # the steepest step of the raised cosine
