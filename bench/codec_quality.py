@@ -37,7 +37,7 @@ def decode_to_16k(data: bytes) -> np.ndarray:
     import av
 
     out: list[np.ndarray] = []
-    with av.open(io.BytesIO(data)) as container:
+    with av.open(io.BytesIO(data), mode="r") as container:
         resampler = av.AudioResampler(format="flt", layout="mono", rate=PESQ_RATE)
         for frame in container.decode(audio=0):
             for piece in resampler.resample(frame):

@@ -150,7 +150,7 @@ def run(
                               "arrival_spread_s": plan.arrival_spread_s, "load_paragraphs": plan.load_paragraphs}
     for name, overrides in SERVERS.items():
         server = ServerProcess(python=python, model_dir=model_dir, log_path=log_dir / f"bench-design-{name}.log",
-                               env_overrides={**env, **overrides})
+                               env={**env, **overrides})
         log(f"design: starting the {name} server")
         server.start()
         target = measure.Target(server.url)

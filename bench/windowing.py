@@ -15,6 +15,8 @@ wall-clock on this machine under whatever load it has: the JSON records the load
 
 from __future__ import annotations
 
+from typing import Any
+
 import argparse
 import json
 import os
@@ -122,13 +124,14 @@ def main(argv: list[str] | None = None) -> int:
             "variation_one_frame_less_db": round(log_mel_distance(reference[:shorter.size], shorter), 3),
             "one_shot_jump_p999": round(float(np.percentile(d, 99.9)), 4), "one_shot_jump_max": round(float(d.max()), 4),
             "one_shot_wer": word_error_rate(text, reference),
-            "plans": [],
         }
+        rows: list[dict[str, Any]] = []
+        entry["plans"] = rows
         for first, growth, largest, context, crossfade in plans:
             plan = WindowPlan(first=first, growth=growth, largest=largest, context=context, crossfade=crossfade)
             row = {"first": first, "growth": growth, "largest": largest, "context": context, "crossfade": crossfade}
             row.update(measure_plan(engine, phonemes, style, reference, plan, text))
-            entry["plans"].append(row)
+            rows.append(row)
             print(label, row, flush=True)
         result["sentences"][label] = entry
     result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
