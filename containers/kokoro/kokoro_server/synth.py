@@ -16,18 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Hashable
 
 import numpy as np
-from voicestream.protocol import ProtocolError
 
-from .engines import Decoding, Engine, Synthesis, WindowPlan
-from .g2p import Phonemizer, sentence_jobs
+from .engines import SAMPLE_RATE, Decoding, Engine, Synthesis, WindowPlan
+from .g2p import PhonemeChunk, Phonemizer, chunk_jobs
 from .model_dir import style_for
 from .scheduler import Scheduler
+from .voices import VoiceBook
+from .words import PlacedWord, TextAligner, WordTiming, word_timings
 
 # How many chunks (windows) of one speech may sit finished or queued ahead of its reader. A few
 # keep the model busy across window and sentence boundaries while bounding what a slow reader holds.
@@ -37,11 +38,14 @@ LOOKAHEAD = 3
 @dataclass(frozen=True, kw_only=True)
 class TimedSynthesis:
     """A window's audio and how long the model spent on it. ``synthesis.durations`` (frames per
-    token of the whole phoneme chunk) is set on a chunk's first window only."""
+    token of the whole phoneme chunk) and ``words`` (the chunk's word times, ms from the start of
+    the chunk as the model returns them; from the start of the speech as :class:`Speech` yields
+    them) are set on a chunk's first window only."""
 
     synthesis: Synthesis
     synthesis_s: float
     decoding: Decoding | None = None  # the chunk's decoder state, while windows remain
+    words: tuple[WordTiming, ...] = ()
 
     @property
     def seconds(self) -> float:
@@ -58,39 +62,45 @@ class Synthesizer:
     def __init__(
         self, *, engine: Engine, voices: dict[str, np.ndarray], scheduler: Scheduler,
         default_voice: str | None = None, windowed: bool = True, plan: WindowPlan | None = None,
+        vocab: Mapping[str, int] | None = None,
     ) -> None:
         self.engine = engine
         self.plan = (plan or WindowPlan()) if windowed and getattr(engine, "windowed", False) else None
         self.voices = voices
+        self.voice_book = VoiceBook(packs=voices)
+        self.vocab = vocab  # the model's phoneme ids: symbols outside it have no duration
         self.scheduler = scheduler
         self.phonemizer = Phonemizer()
         self.default_voice = default_voice if default_voice in voices else _pick_default(voices)
         # G2P runs in its own thread, beside the model's, so one overlaps the other.
         self._g2p = ThreadPoolExecutor(1, thread_name_prefix="kokoro-g2p")
 
-    def resolve_voice(self, voice: str | None) -> str:
+    def resolve_voice(self, voice: str | None, *, field: str = "voice") -> str:
+        """The voice (or blend, ``af_bella(2)+af_sky(1)``) to speak with; ProtocolError naming ``field``."""
         if voice is None:
             return self.default_voice
-        if voice not in self.voices:
-            known = ", ".join(sorted(self.voices))
-            raise ProtocolError("unknown_voice", f"voice: unknown voice {voice!r}; available: {known}", field="voice")
-        return voice
+        return self.voice_book.resolve(voice, field=field)
 
-    async def phonemize(self, text: str, *, voice: str) -> list[str]:
+    async def phonemize(self, text: str, *, voice: str) -> list[PhonemeChunk]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._g2p, lambda: self.phonemizer.phonemize(text, voice=voice))
+        return await loop.run_in_executor(self._g2p, lambda: self.phonemizer.chunks(text, voice=voice))
 
-    def submit(self, *, owner: Hashable, phonemes: str, voice: str, speed: float) -> asyncio.Future[TimedSynthesis]:
+    def submit(
+        self, *, owner: Hashable, phonemes: str, voice: str, speed: float, words: tuple[PlacedWord, ...] = (),
+    ) -> asyncio.Future[TimedSynthesis]:
         """Queue a chunk's front and first window; ``result.decoding`` decodes the rest (``submit_step``)."""
-        style = style_for(self.voices[voice], phonemes)
+        style = style_for(self.voice_book.pack(voice), phonemes)
 
         def run() -> TimedSynthesis:
             started = time.perf_counter()
             decoding = self.engine.begin(phonemes, style, speed, plan=self.plan)
             audio = decoding.step()
+            spent = time.perf_counter() - started
+            timings = word_timings(words, phonemes=phonemes, durations=decoding.durations,
+                                   samples=decoding.frames * decoding.samples_per_frame, vocab=self.vocab)
             return TimedSynthesis(
                 synthesis=Synthesis(audio=audio, durations=decoding.durations),
-                synthesis_s=time.perf_counter() - started, decoding=None if decoding.done else decoding,
+                synthesis_s=spent, decoding=None if decoding.done else decoding, words=timings,
             )
 
         return self.scheduler.submit(owner, run, audio_s=_audio_s)
@@ -107,16 +117,18 @@ class Synthesizer:
         return self.scheduler.submit(owner, run, audio_s=_audio_s)
 
     def speech(
-        self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None
+        self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None,
+        text: str | None = None,
     ) -> "Speech":
-        """Speak ``pieces`` (sentences already cut; an iterator is read as the producer needs it)."""
-        return Speech(self, owner=owner, pieces=pieces, voice=voice, speed=speed, after=after)
+        """Speak ``pieces`` (sentences already cut; an iterator is read as the producer needs it).
+        ``text``: what the pieces were cut from, for word offsets (None: the pieces, joined by spaces)."""
+        return Speech(self, owner=owner, pieces=pieces, voice=voice, speed=speed, after=after, text=text)
 
     def warm_up(self) -> None:
         """Run G2P and one synthesis now, so the first request pays neither."""
         phonemes = self.phonemizer.phonemize("Hello, world.", voice=self.default_voice)
         for chunk in phonemes:
-            self.engine.synthesize(chunk, style_for(self.voices[self.default_voice], chunk), 1.0)
+            self.engine.synthesize(chunk, style_for(self.voice_book.pack(self.default_voice), chunk), 1.0)
 
     def close(self) -> None:
         """Drop queued G2P and wait for the one running: spaCy's pipeline is never used by two
@@ -142,16 +154,17 @@ class Speech:
 
     def __init__(
         self, synth: Synthesizer, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float,
-        after: "Speech | None",
+        after: "Speech | None", text: str | None = None,
     ) -> None:
         self._synth = synth
         self._owner = owner
         self._pieces = pieces
+        self._text = text
         self._voice = voice
         self._speed = speed
         self._after = after
         self._jobs: asyncio.Queue[asyncio.Future[TimedSynthesis] | None] = asyncio.Queue(LOOKAHEAD)
-        self._chunks: asyncio.Queue[str | None] = asyncio.Queue(LOOKAHEAD)
+        self._chunks: asyncio.Queue[tuple[str, tuple[PlacedWord, ...]] | None] = asyncio.Queue(LOOKAHEAD)
         self._pending: list[asyncio.Future[TimedSynthesis]] = []
         self.all_queued = asyncio.Event()
         self.error: BaseException | None = None
@@ -160,10 +173,12 @@ class Speech:
 
     async def _phonemize_all(self) -> None:
         try:
+            aligner = TextAligner(self._text)  # word offsets point into the text as the client sent it
             for piece in self._pieces:
+                aligner.extend(piece)
                 for chunk in await self._synth.phonemize(piece, voice=self._voice):
-                    for phonemes in sentence_jobs(chunk):
-                        await self._chunks.put(phonemes)
+                    for job in chunk_jobs(chunk):
+                        await self._chunks.put((job.phonemes, aligner.place(job.words)))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # G2P failed: the reader raises it after what was queued
@@ -175,9 +190,10 @@ class Speech:
             if self._after is not None:
                 await self._after.all_queued.wait()
                 self._after = None  # no chain of every earlier speech kept alive by the latest one
-            while (phonemes := await self._chunks.get()) is not None:
+            while (job := await self._chunks.get()) is not None:
+                phonemes, words = job
                 future: asyncio.Future[TimedSynthesis] | None = self._synth.submit(
-                    owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed
+                    owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed, words=words,
                 )
                 last = self._synth.plan is None  # one-shot: the first job is the only one
                 while future is not None:
@@ -210,6 +226,8 @@ class Speech:
         return self._synth.submit_step(owner=self._owner, decoding=decoding), last
 
     async def __aiter__(self) -> AsyncIterator[TimedSynthesis]:
+        """Windows in order; their word times count from the start of this speech's audio."""
+        samples = 0
         while True:
             future = await self._jobs.get()
             if future is None:
@@ -217,7 +235,10 @@ class Speech:
                     raise self.error
                 return
             try:
-                yield await future
+                chunk = await future
+                offset_ms = round(samples * 1000 / SAMPLE_RATE)
+                samples += len(chunk.synthesis.audio)
+                yield replace(chunk, words=tuple(word.shifted(offset_ms) for word in chunk.words)) if chunk.words else chunk
             finally:
                 if future in self._pending:
                     self._pending.remove(future)

@@ -118,6 +118,7 @@ class Decoding:
     ) -> None:
         self.frames = frames
         self.durations = durations
+        self.samples_per_frame = 0  # known after the first step (word timestamps map frames to samples)
         self.windows = plan_windows(frames, plan)
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
         self._next = 0
@@ -142,6 +143,7 @@ class Decoding:
             per_frame, rest = divmod(decoded.size, window.hi - window.lo)
             if rest or per_frame == 0:
                 raise ValueError(f"decoder returned {decoded.size} samples for {window.hi - window.lo} frames")
+            self.samples_per_frame = per_frame
             if self._joiner is None:
                 self._joiner = Joiner(crossfade_samples=self._crossfade * per_frame)
             own = decoded[(window.start - window.lo) * per_frame:(window.end + window.tail - window.lo) * per_frame]

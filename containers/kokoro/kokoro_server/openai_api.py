@@ -1,0 +1,219 @@
+"""OpenAI's speech API over Kokoro, for the clients that reach self-hosted TTS through it.
+
+``POST /v1/audio/speech`` takes OpenAI's body (``model``, ``input``, ``voice``, ``instructions``,
+``response_format``, ``speed``, ``stream_format``) and streams the audio as it is synthesized;
+``GET /v1/audio/voices`` and ``GET /v1/models`` list what can be asked for. SageMaker routes only
+``/invocations``, so that route hands a body holding ``input`` (and no ``text``) to
+:func:`respond` too: the same payload works through InvokeEndpoint.
+
+Translations, each documented in docs/protocol.md#openai-compatible-speech-api:
+
+* ``model``: any of :data:`MODELS` (OpenAI's names too, so a client configured for OpenAI needs no
+  change); each is Kokoro-82M. Others: 404 ``model_not_found``, as OpenAI answers.
+* ``voice``: a Kokoro voice or blend; OpenAI's built-in names that are not Kokoro voices speak
+  with the server's default voice; ``{"id": ...}`` is read as the name. The voice used is in the
+  ``X-Kokoro-Voice`` header.
+* ``instructions``: Kokoro cannot follow them; accepted, ignored, and the response says so in
+  ``X-Kokoro-Ignored-Fields: instructions``.
+* ``speed``: Kokoro's range (0.5-2.0), narrower than OpenAI's 0.25-4.0; outside it, a 400.
+* ``pcm`` is 24 kHz s16le mono, as OpenAI's; every format is at 24 kHz.
+
+Errors use OpenAI's body, ``{"error": {"message", "type", "param", "code"}}``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from voicestream.protocol import (
+    FORMATS, NATIVE_SAMPLE_RATE, ProtocolError, SynthesisRequest, check_speed, check_text,
+)
+
+from .audio import CONTENT_TYPES
+from .invocations import MAX_BODY_BYTES, encoded_audio, read_body
+from .synth import Synthesizer
+from .voices import BLEND_SYNTAX
+
+log = logging.getLogger(__name__)
+
+MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-2025-12-15")
+OPENAI_VOICES = (
+    "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse", "marin", "cedar",
+)
+FIELDS = frozenset({"model", "input", "voice", "instructions", "response_format", "speed", "stream_format"})
+STREAM_FORMATS = ("audio", "sse")
+FRAMES_PER_SECOND = 40  # Kokoro's duration frames (25 ms): the unit of usage.output_tokens
+
+
+class OpenAIError(Exception):
+    """A refusal in OpenAI's shape; ``param`` names the field."""
+
+    def __init__(self, message: str, *, param: str | None, code: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.message, self.param, self.code, self.status = message, param, code, status
+
+    @classmethod
+    def from_protocol(cls, exc: ProtocolError) -> "OpenAIError":
+        return cls(exc.message, param=exc.field, code=exc.code)
+
+    def response(self) -> JSONResponse:
+        body = {"message": self.message, "type": "invalid_request_error", "param": self.param, "code": self.code}
+        return JSONResponse({"error": body}, status_code=self.status)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpeechRequest:
+    """One ``POST /v1/audio/speech`` body, validated; ``voice`` None means the server's default."""
+
+    model: str
+    input: str
+    voice: str | None
+    response_format: str = "mp3"
+    speed: float = 1.0
+    stream_format: str = "audio"
+    instructions: str | None = None
+
+
+def _choice(payload: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
+    value = payload.get(name, default)
+    if value not in allowed:
+        raise OpenAIError(f"{name}: must be one of {', '.join(allowed)}, got {value!r}", param=name, code="invalid_value")
+    return value
+
+
+def parse_speech(payload: dict[str, Any]) -> SpeechRequest:
+    """Validate OpenAI's speech body; every refusal is an OpenAIError naming ``param``."""
+    unknown = sorted(set(payload) - FIELDS)
+    if unknown:
+        raise OpenAIError(f"{unknown[0]}: unrecognized request argument", param=unknown[0], code="unknown_parameter")
+    for name in ("model", "input", "voice"):
+        if name not in payload:
+            raise OpenAIError(f"{name}: is required", param=name, code="missing_required_parameter")
+    model = payload["model"]
+    if not isinstance(model, str) or model not in MODELS:
+        raise OpenAIError(f"model: {model!r} does not exist here; use one of {', '.join(MODELS)}",
+                          param="model", code="model_not_found", status=404)
+    try:
+        text = check_text(payload["input"], name="input")
+        speed = check_speed(payload.get("speed", 1.0))
+    except ProtocolError as exc:
+        raise OpenAIError.from_protocol(exc) from None
+    instructions = payload.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise OpenAIError("instructions: must be a string", param="instructions", code="invalid_type")
+    return SpeechRequest(
+        model=model, input=text, voice=_voice(payload["voice"]),
+        response_format=_choice(payload, "response_format", FORMATS, "mp3"), speed=speed,
+        stream_format=_choice(payload, "stream_format", STREAM_FORMATS, "audio"), instructions=instructions,
+    )
+
+
+def _voice(value: object) -> str | None:
+    if isinstance(value, dict) and set(value) == {"id"}:
+        value = value["id"]
+    if not isinstance(value, str) or not value.strip():
+        raise OpenAIError("voice: must be a voice name, a blend, or {\"id\": name}", param="voice", code="invalid_type")
+    return value
+
+
+def _resolve_voice(synth: Synthesizer, voice: str | None) -> str:
+    if voice is not None and voice.lower() in OPENAI_VOICES and voice not in synth.voice_book:
+        return synth.default_voice
+    try:
+        return synth.resolve_voice(voice)
+    except ProtocolError as exc:
+        raise OpenAIError.from_protocol(exc) from None
+
+
+async def speech(request: Request) -> Response:
+    body = await read_body(request)
+    if body is None:
+        return OpenAIError(f"the body is over {MAX_BODY_BYTES} bytes", param=None, code="body_too_large", status=413).response()
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError) as exc:
+        return OpenAIError(f"not valid JSON: {exc}", param=None, code="invalid_json").response()
+    if not isinstance(payload, dict):
+        return OpenAIError("the body must be a JSON object", param=None, code="invalid_json").response()
+    return await respond(request.app.state.synth, payload)
+
+
+async def respond(synth: Synthesizer, payload: dict[str, Any]) -> Response:
+    """Answer an OpenAI speech body (from /v1/audio/speech or /invocations)."""
+    try:
+        req = parse_speech(payload)
+        voice = _resolve_voice(synth, req.voice)
+    except OpenAIError as exc:
+        return exc.response()
+    native = SynthesisRequest(text=req.input, voice=voice, speed=req.speed, format=req.response_format,  # type: ignore[arg-type]
+                              sample_rate=NATIVE_SAMPLE_RATE)
+    headers = {"X-Kokoro-Voice": voice, "X-Audio-Sample-Rate": str(NATIVE_SAMPLE_RATE)}
+    if req.instructions:
+        headers["X-Kokoro-Ignored-Fields"] = "instructions"
+    if req.stream_format == "sse":
+        return StreamingResponse(_sse(synth, native, voice), media_type="text/event-stream",
+                                 headers={**headers, "Cache-Control": "no-cache"})
+    return StreamingResponse(_audio(synth, native, voice), media_type=CONTENT_TYPES[req.response_format], headers=headers)
+
+
+async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
+    async for data, _, _ in encoded_audio(synth, req, voice):
+        if data:
+            yield data
+
+
+def _data(payload: dict[str, Any]) -> bytes:
+    return f"data: {json.dumps(payload)}\n\n".encode()
+
+
+async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
+    """OpenAI's speech events: ``speech.audio.delta`` (base64 audio) ... ``speech.audio.done``."""
+    audio_s = 0.0
+    try:
+        async for data, seconds, _ in encoded_audio(synth, req, voice):
+            audio_s += seconds
+            if data:
+                yield _data({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")})
+    except Exception as exc:
+        log.exception("openai speech request failed")
+        yield _data({"type": "error", "error": {"message": f"synthesis failed: {type(exc).__name__}: {exc}",
+                                                 "type": "server_error", "param": None, "code": "synthesis_failed"}})
+        return
+    frames = round(audio_s * FRAMES_PER_SECOND)
+    usage = {"input_tokens": len(req.text), "output_tokens": frames, "total_tokens": len(req.text) + frames}
+    yield _data({"type": "speech.audio.done", "usage": usage})
+
+
+async def voices(request: Request) -> JSONResponse:
+    synth: Synthesizer = request.app.state.synth
+    return JSONResponse({
+        "voices": synth.voice_book.names,
+        "default": synth.default_voice,
+        "blends": {"accepted": True, "syntax": BLEND_SYNTAX},
+        "openai_aliases": {"voices": list(OPENAI_VOICES), "speak_as": synth.default_voice},
+    })
+
+
+async def models(request: Request) -> JSONResponse:
+    return JSONResponse({"object": "list", "data": [
+        {"id": name, "object": "model", "created": 0, "owned_by": "kokoro"} for name in MODELS
+    ]})
+
+
+def openai_body(body: bytes) -> dict[str, Any] | None:
+    """The body as a dict when it is OpenAI's speech shape (``input`` and no ``text``), else None."""
+    if b'"input"' not in body:
+        return None
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return payload if isinstance(payload, dict) and "input" in payload and "text" not in payload else None
+
