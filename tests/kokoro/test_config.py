@@ -16,6 +16,9 @@ def test_defaults_and_overrides(tmp_path) -> None:
     chosen = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_DECODING": "one_shot",
                                 "KOKORO_SCHEDULER": "round_robin"})
     assert (chosen.decoding, chosen.scheduler) == ("one_shot", "round_robin")
+    assert settings.max_request_age_s == 56.0  # the AWS sample's bound, just under SageMaker's 60 s
+    aged = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_MAX_REQUEST_AGE_S": "10.5"})
+    assert aged.max_request_age_s == 10.5
 
 
 @pytest.mark.parametrize(("env", "variable"), [
@@ -25,6 +28,7 @@ def test_defaults_and_overrides(tmp_path) -> None:
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_ENGINE": "tensorflow"}, "KOKORO_ENGINE"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_DECODING": "streaming"}, "KOKORO_DECODING"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_SCHEDULER": "fifo"}, "KOKORO_SCHEDULER"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_MAX_REQUEST_AGE_S": "-1"}, "KOKORO_MAX_REQUEST_AGE_S"),
 ])
 def test_bad_settings_name_the_variable(env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError) as error:

@@ -111,7 +111,7 @@ BAD_REQUESTS = [
     ({"text": "Hi.", "sample_rate": 44}, 400, "invalid_field", "sample_rate"),
     ({"text": "Hi.", "format": "opus", "sample_rate": 44100}, 400, "invalid_field", "sample_rate"),
     ({"text": "Hi.", "transport": "carrier-pigeon"}, 400, "invalid_field", "transport"),
-    ({"text": "Hi.", "stream": True}, 400, "invalid_field", "stream"),
+    ({"text": "Hi.", "stream": "yes"}, 400, "invalid_field", "stream"),  # (stream: a bool marks the AWS sample's shape)
     ("x" * 70_000, 413, "body_too_large", None),
 ]
 

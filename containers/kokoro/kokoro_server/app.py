@@ -2,7 +2,10 @@
 
 ``GET /ping`` answers 200 only once the model is loaded and warmed up, and never runs inference.
 ``POST /invocations`` and ``WS /invocations-bidirectional-stream`` share the model through a
-deadline-first scheduler (see scheduler.py).
+deadline-first scheduler (see scheduler.py). ``/invocations`` takes three body shapes, told apart here at
+the edge: OpenAI's speech body (openai_api.py), the AWS sample's (aws_sample.py), and the native
+one (invocations.py). OpenAI's routes ``/v1/audio/speech``, ``/v1/audio/voices`` and ``/v1/models``
+serve local and self-hosted clients (SageMaker routes only /invocations and /ping).
 
 Close codes of the WebSocket (docs/protocol.md#close-codes): 1000 after `close`, 1009 for a frame
 over 1 MiB (uvicorn), 1013 at the session limit, 4001 after the idle timeout, 4002 for a client
@@ -19,16 +22,17 @@ from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from voicestream.protocol import CloseCode, ErrorEvent, encode_event
 
+from . import openai_api
+from .aws_sample import respond_sample, sample_payload
 from .config import Settings
-from .invocations import invocations
+from .invocations import native, read_body, too_large
 from .metrics import report_load
 from .outbox import WRITE_BUFFER_EXTENSION
-from .openai_api import models, speech, voices
 from .scheduler import Scheduler
 from .session import CLOSE, IDLE, STALLED, Session
 from .synth import Synthesizer
@@ -67,6 +71,20 @@ async def ping(request: Request) -> JSONResponse:
         "held_bytes_max": max((session.held_bytes() for session in list(state.live)), default=0),
         "tasks": len(asyncio.all_tasks()),  # asyncio tasks alive in the server: a leak shows here
     })
+
+
+async def invocations(request: Request) -> Response:
+    """``POST /invocations``: OpenAI's body (it has ``input``), the AWS sample's (it has
+    ``request_timestamp``, ``request_id`` or ``stream``), else the native one."""
+    body = await read_body(request)
+    if body is None:
+        return too_large()
+    synth: Synthesizer = request.app.state.synth
+    if (payload := openai_api.openai_body(body)) is not None:
+        return await openai_api.respond(synth, payload)
+    if (payload := sample_payload(body)) is not None:
+        return await respond_sample(request, synth, payload)
+    return await native(request, synth, body)
 
 
 async def bidirectional(websocket: WebSocket) -> None:
@@ -155,9 +173,9 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
             Route("/ping", ping, methods=["GET"]),
             Route("/invocations", invocations, methods=["POST"]),
             WebSocketRoute("/invocations-bidirectional-stream", bidirectional),
-            Route("/v1/audio/speech", speech, methods=["POST"]),
-            Route("/v1/audio/voices", voices, methods=["GET"]),
-            Route("/v1/models", models, methods=["GET"]),
+            Route("/v1/audio/speech", openai_api.speech, methods=["POST"]),
+            Route("/v1/audio/voices", openai_api.voices, methods=["GET"]),
+            Route("/v1/models", openai_api.models, methods=["GET"]),
         ],
         lifespan=lifespan,
     )

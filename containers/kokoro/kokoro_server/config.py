@@ -49,9 +49,12 @@ DEFAULT_MAX_SESSIONS = 64
 DEFAULT_MAX_TURN_CHARS = 100_000
 DEFAULT_MAX_QUEUED_UTTERANCES = 64
 DEFAULT_IDLE_TIMEOUT_S = 300.0  # a session with no message and nothing to speak for this long is closed (4001)
-DEFAULT_SEND_TIMEOUT_S = 30.0
+DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long while audio waits is dropped (4002)
 DECODINGS = ("windowed", "one_shot")
-SCHEDULERS = ("deadline", "round_robin")  # a client that reads nothing for this long while audio waits is dropped (4002)
+SCHEDULERS = ("deadline", "round_robin")
+# A request in the AWS sample's shape whose request_timestamp is older than this is refused
+# (HTTP 408 / an error holding ``request_stale``): SageMaker gives up on an invocation at 60 s.
+DEFAULT_MAX_REQUEST_AGE_S = 56.0
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +73,7 @@ class Settings:
     max_queued_utterances: int = DEFAULT_MAX_QUEUED_UTTERANCES
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S
+    max_request_age_s: float = DEFAULT_MAX_REQUEST_AGE_S
     warmup: bool = True
     decoding: str = "windowed"  # windowed: first audio after the first window; one_shot: after the whole chunk
     scheduler: str = "deadline"  # deadline: earliest listener to run dry first; round_robin: owners in turn
@@ -112,5 +116,6 @@ class Settings:
             max_queued_utterances=_int(env, "KOKORO_MAX_QUEUED_UTTERANCES", DEFAULT_MAX_QUEUED_UTTERANCES),
             idle_timeout_s=_seconds(env, "KOKORO_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S),
             send_timeout_s=_seconds(env, "KOKORO_SEND_TIMEOUT_S", DEFAULT_SEND_TIMEOUT_S),
+            max_request_age_s=_seconds(env, "KOKORO_MAX_REQUEST_AGE_S", DEFAULT_MAX_REQUEST_AGE_S),
             warmup=env.get("KOKORO_WARMUP", "1") not in ("0", "false", "no"),
         )

@@ -1,4 +1,7 @@
-"""``POST /invocations``: one text in, its audio streamed out as it is made.
+"""``POST /invocations`` in the native shape: one text in, its audio streamed out as it is made.
+
+(app.py reads the body and hands OpenAI's and the AWS sample's shapes to their own modules; they
+reuse :func:`read_body`, :func:`encoded_audio` and the error body from here.)
 
 The text is cut into sentences so the first sentence's audio leaves before the rest is
 synthesized. ``transport: "binary"`` streams the encoded audio bytes (one encoder for the whole
@@ -37,7 +40,7 @@ def error_response(exc: ProtocolError, status: int = 400) -> JSONResponse:
     return JSONResponse({"error": {k: v for k, v in exc.to_dict().items() if k != "type"}}, status_code=status)
 
 
-def _too_large() -> JSONResponse:
+def too_large() -> JSONResponse:
     return error_response(ProtocolError("body_too_large", f"request body is over {MAX_BODY_BYTES} bytes"), 413)
 
 
@@ -55,20 +58,18 @@ async def read_body(request: Request) -> bytes | None:
     return bytes(body)
 
 
-async def invocations(request: Request) -> Response:
-    synth: Synthesizer = request.app.state.synth
-    body = await read_body(request)
-    if body is None:
-        return _too_large()
-    from .openai_api import openai_body, respond  # openai_api builds on this module: import it late
+def check_audio(req: SynthesisRequest) -> None:
+    """The (format, sample rate) pair an encoder can make; ProtocolError naming the field if not."""
+    validate_format(req.format, req.sample_rate)
 
-    if (openai_payload := openai_body(body)) is not None:  # OpenAI's speech body, for InvokeEndpoint
-        return await respond(synth, openai_payload)
+
+async def native(request: Request, synth: Synthesizer, body: bytes) -> Response:
+    """A body in the native shape (the app hands OpenAI's and the AWS sample's to their modules)."""
     try:
         req = parse_request(body)
         voice = synth.resolve_voice(req.voice)
-        validate_format(req.format, req.sample_rate)
-    except ProtocolError as exc:  # validate_format's too: it names the field
+        check_audio(req)
+    except ProtocolError as exc:
         return error_response(exc)
     request_id = request.headers.get("x-amzn-requestid") or uuid.uuid4().hex
     headers = {"X-Request-Id": request_id, "X-Audio-Format": req.format, "X-Audio-Sample-Rate": str(req.sample_rate)}

@@ -3,7 +3,7 @@
 ``POST /v1/audio/speech`` takes OpenAI's body (``model``, ``input``, ``voice``, ``instructions``,
 ``response_format``, ``speed``, ``stream_format``) and streams the audio as it is synthesized;
 ``GET /v1/audio/voices`` and ``GET /v1/models`` list what can be asked for. SageMaker routes only
-``/invocations``, so that route hands a body holding ``input`` (and no ``text``) to
+``/invocations``, so the app hands a body there holding ``input`` (and no ``text``) to
 :func:`respond` too: the same payload works through InvokeEndpoint.
 
 Translations, each documented in docs/protocol.md#openai-compatible-speech-api:
