@@ -11,6 +11,7 @@ import asyncio
 import base64
 import io
 import json
+from pathlib import Path
 
 import av
 import httpx
@@ -160,3 +161,12 @@ def test_invocations_accepts_the_openai_body_for_sagemaker(server):
     assert response.content == native_pcm(server)
     refused = httpx.post(f"{server.http}/invocations", json={**body, "speed": 9}, timeout=30)
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "speed"
+
+
+def test_the_readme_snippet_runs_as_written(server, tmp_path, monkeypatch):
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    snippet = next(block for block in readme.split("```python\n")[1:] if "AsyncOpenAI" in block).split("```")[0]
+    assert 'base_url="http://127.0.0.1:8080/v1"' in snippet
+    monkeypatch.chdir(tmp_path)
+    exec(compile(snippet.replace("http://127.0.0.1:8080", server.http), "README.md", "exec"), {})
+    assert decoded_seconds((tmp_path / "hello.wav").read_bytes()) > 0.3
