@@ -1,0 +1,84 @@
+"""What the listener heard of an answer before barging in, from the TTS server's word timestamps.
+
+The agent speaks a turn as utterances in order, each one's audio following the last on one
+clock (the turn's audio, in ms). The TTS server says, for each utterance, when each word starts
+and ends in its audio and where it is in the utterance's text. Given how much of the turn's
+audio had been played when the listener interrupted, :meth:`HeardWords.heard_text` is the text
+they heard: every word whose audio had ended, cut at its last character. The conversation
+history keeps that, so the model knows where it was cut off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+CUT_MARK = " …"  # ends an answer the listener cut short, in the conversation history
+
+
+@dataclass(frozen=True, kw_only=True)
+class Word:
+    """A word of one utterance: its audio times (ms from the utterance's start), its characters."""
+
+    text: str
+    start_ms: int
+    end_ms: int
+    char_start: int
+    char_end: int
+
+
+@dataclass(kw_only=True)
+class _Utterance:
+    text: str
+    words: list[Word] = field(default_factory=list)
+    offset_ms: float | None = None  # where its audio starts on the turn's clock; None: no audio yet
+    audio_ms: float = 0.0
+
+
+class HeardWords:
+    """The utterances of one turn, their words, and their audio on the turn's clock."""
+
+    def __init__(self) -> None:
+        self._utterances: dict[str, _Utterance] = {}
+        self._order: list[str] = []
+        self._clock_ms = 0.0  # audio received so far, all utterances
+
+    @property
+    def audio_ms(self) -> float:
+        return self._clock_ms
+
+    def utterance(self, utterance_id: str, text: str) -> None:
+        if utterance_id not in self._utterances:
+            self._order.append(utterance_id)
+        self._utterances[utterance_id] = _Utterance(text=text)
+
+    def words(self, utterance_id: str, words: Iterable[Word]) -> None:
+        found = self._utterances.get(utterance_id)
+        if found is not None:
+            found.words.extend(words)
+
+    def audio(self, utterance_id: str | None, ms: float) -> None:
+        """``ms`` more audio of ``utterance_id`` (audio of an unknown utterance only moves the clock)."""
+        found = self._utterances.get(utterance_id or "")
+        if found is not None:
+            if found.offset_ms is None:
+                found.offset_ms = self._clock_ms
+            found.audio_ms += ms
+        self._clock_ms += ms
+
+    def heard_text(self, heard_ms: float) -> str:
+        """The text whose audio had been played by ``heard_ms`` on the turn's clock: whole
+        utterances, then the heard words of the one playing, ending at the last heard word."""
+        parts: list[str] = []
+        for utterance_id in self._order:
+            utt = self._utterances[utterance_id]
+            if utt.offset_ms is None:
+                break
+            if utt.offset_ms + utt.audio_ms <= heard_ms:
+                parts.append(utt.text.strip())
+                continue
+            heard = [w for w in utt.words if utt.offset_ms + w.end_ms <= heard_ms]
+            if heard:
+                parts.append(utt.text[:max(w.char_end for w in heard)].strip())
+            break
+        return " ".join(p for p in parts if p)
