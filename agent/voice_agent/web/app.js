@@ -2,6 +2,9 @@
 // binary PCM frames.
 // Audio plays without gaps because every chunk is scheduled to start exactly where the previous
 // one ends (the nextStartTime cursor), not when it arrives.
+// Captions: `words` events give each word's place on the turn's audio clock (ms of the turn's
+// audio before it); each scheduled chunk records where it starts on that clock and in AudioContext
+// time, so the word under the play head is found from ctx.currentTime, gaps and all.
 "use strict";
 
 let sampleRate = 24000; // pcm s16le mono; the `ready` event says the agent's actual rate
@@ -22,6 +25,9 @@ const stats = {
   offline: null,
   errors: [],
   events: [],           // event types of the current turn, in order
+  voices: [],           // from the ready event: what the voice picker offers
+  words: 0,             // words received this turn
+  highlights: [],       // indices of the words highlighted, in the order they lit up
 };
 window.__voiceStats = stats;
 
@@ -31,6 +37,10 @@ let ctx = null;
 let nextStartTime = 0;
 let sentAt = 0;
 let acceptingAudio = false;
+let clockS = 0;           // the turn's audio received so far, in seconds (the words' clock)
+let words = [];           // [{text, start_ms, end_ms, el}] of the turn, in order
+let lit = -1;             // index of the highlighted word
+let highlighter = 0;      // requestAnimationFrame handle
 const sources = new Set();
 
 function audioContext() {
@@ -54,7 +64,8 @@ function schedule(buffer) {
   source.onended = () => sources.delete(source);
   source.start(nextStartTime);
   sources.add(source);
-  stats.scheduled.push({ start: nextStartTime, duration: audio.duration });
+  stats.scheduled.push({ start: nextStartTime, duration: audio.duration, clock: clockS });
+  clockS += audio.duration;
   nextStartTime += audio.duration;
   stats.chunks++;
   if (stats.ttfaMs === null) {
@@ -63,8 +74,73 @@ function schedule(buffer) {
   }
 }
 
+// The turn's audio clock (seconds) at AudioContext time t, or null before the first chunk plays.
+function clockAt(t) {
+  let found = null;
+  for (const s of stats.scheduled) {
+    if (s.start > t) break;
+    found = s.clock + Math.min(t - s.start, s.duration);
+  }
+  return found;
+}
+
+function highlight() {
+  highlighter = 0;
+  if (!ctx || !acceptingAudio) return;
+  const clock = clockAt(ctx.currentTime);
+  if (clock !== null) {
+    const ms = clock * 1000;
+    let now = lit;
+    while (now + 1 < words.length && words[now + 1].start_ms <= ms) now++;
+    if (now !== lit) {
+      if (lit >= 0) words[lit].el.classList.remove("spoken");
+      lit = now;
+      words[lit].el.classList.add("spoken");
+      stats.highlights.push(lit);
+    }
+  }
+  if (lit + 1 < words.length || clock === null) highlighter = requestAnimationFrame(highlight);
+}
+
+function addWords(event) {
+  const caption = $("caption");
+  for (const word of event.words) {
+    const el = document.createElement("span");
+    el.className = "word";
+    el.textContent = word.text;
+    caption.append(el, " ");
+    words.push({ ...word, el });
+  }
+  stats.words = words.length;
+  if (!highlighter) highlighter = requestAnimationFrame(highlight);
+}
+
+function resetWords() {
+  if (highlighter) cancelAnimationFrame(highlighter);
+  highlighter = 0;
+  words = [];
+  lit = -1;
+  clockS = 0;
+  $("caption").textContent = "";
+}
+
+function showVoices(voices, chosen) {
+  stats.voices = voices || [];
+  const picker = $("voice");
+  picker.textContent = "";
+  for (const name of stats.voices) {
+    const option = document.createElement("option");
+    option.value = option.textContent = name;
+    option.selected = name === chosen;
+    picker.appendChild(option);
+  }
+  picker.disabled = stats.voices.length === 0;
+}
+
 function stopAudio() {
   acceptingAudio = false;
+  if (highlighter) cancelAnimationFrame(highlighter);
+  highlighter = 0;
   for (const source of sources) { try { source.stop(); } catch (e) { /* already stopped */ } }
   sources.clear();
   nextStartTime = 0;
@@ -93,6 +169,7 @@ function onEvent(event) {
       stats.offline = event.model === "offline";
       stats.state = "idle";
       $("status").textContent = `connected · model: ${event.model_id} · speech: ${event.tts}`;
+      showVoices(event.voices, event.voice);
       if (stats.offline) {
         $("offline").style.display = "block";
         $("offline").textContent = `Offline mode: a scripted model answers (${event.offline_reason}). ` +
@@ -110,6 +187,9 @@ function onEvent(event) {
     case "text":
       stats.text += event.text;
       $("answer").textContent = stats.text;
+      break;
+    case "words":
+      if (acceptingAudio) addWords(event);
       break;
     case "first_audio":
       stats.serverTtfaMs = event.t_ms;
@@ -179,17 +259,24 @@ $("ask").addEventListener("submit", (e) => {
   if (stats.state === "speaking") ws.send(JSON.stringify({ type: "interrupt" })); // barge-in by asking
   stopAudio();
   Object.assign(stats, { scheduled: [], ttfaMs: null, serverTtfaMs: null, text: "", chunks: 0, dropped: 0,
-    interrupted: false, events: [], errors: [] });
+    interrupted: false, events: [], errors: [], words: 0, highlights: [] });
+  resetWords();
   $("answer").textContent = "";
   $("errors").textContent = "";
   sentAt = performance.now();
-  ws.send(JSON.stringify({ prompt, mode: $("mode").value }));
+  const request = { prompt, mode: $("mode").value };
+  if (!$("voice").disabled && $("voice").value) request.voice = $("voice").value;
+  ws.send(JSON.stringify(request));
 });
 
 $("interrupt").addEventListener("click", () => {
+  // How much of the turn the listener heard: the agent keeps only those words in its history.
+  const heard = ctx ? clockAt(ctx.currentTime) : null;
   stopAudio();
   stats.interrupted = true;
-  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: "interrupt" }));
+  const message = { type: "interrupt" };
+  if (heard !== null) message.heard_ms = Math.round(heard * 1000);
+  if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
 });
 
 connect();
