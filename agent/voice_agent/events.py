@@ -56,7 +56,10 @@ class PromptRequest:
 
 @dataclass(frozen=True, kw_only=True)
 class InterruptRequest:
-    """Barge-in: stop writing and speaking the current turn."""
+    """Barge-in: stop writing and speaking the current turn. ``heard_ms``: how much of the turn's
+    audio the listener had heard (the page knows it from Web Audio); None: the agent estimates."""
+
+    heard_ms: int | None = None
 
 
 ClientRequest = PromptRequest | InterruptRequest
@@ -84,11 +87,15 @@ def parse_request(payload: object, *, max_prompt_chars: int, allow_interrupt: bo
         raise RequestError("invalid_json", f"expected a JSON object, got {_kind(payload)}")
     kind = payload.get("type", "prompt")
     if kind == "interrupt" and allow_interrupt:
-        extra = sorted(set(payload) - {"type"})
+        extra = sorted(set(payload) - {"type", "heard_ms"})
         if extra:
             raise RequestError("invalid_field", f"{extra[0]}: not a field of an interrupt message",
                                field=extra[0])
-        return InterruptRequest()
+        heard = payload.get("heard_ms")
+        if heard is not None and (isinstance(heard, bool) or not isinstance(heard, int) or heard < 0):
+            raise RequestError("invalid_field", f"heard_ms: must be a whole number of ms >= 0, got {heard!r}",
+                               field="heard_ms")
+        return InterruptRequest(heard_ms=heard)
     if kind != "prompt":
         expected = "prompt, interrupt" if allow_interrupt else "prompt"
         shown = kind[:40] if isinstance(kind, str) else _kind(kind)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 CUT_MARK = " …"  # ends an answer the listener cut short, in the conversation history
 
@@ -57,6 +58,12 @@ class HeardWords:
         if found is not None:
             found.words.extend(words)
 
+    def offset_ms(self, utterance_id: str) -> float:
+        """Where the utterance's audio starts on the turn's clock: known once its first audio came;
+        before that (its words arrive ahead of its audio) it starts where the audio so far ends."""
+        found = self._utterances.get(utterance_id)
+        return self._clock_ms if found is None or found.offset_ms is None else found.offset_ms
+
     def audio(self, utterance_id: str | None, ms: float) -> None:
         """``ms`` more audio of ``utterance_id`` (audio of an unknown utterance only moves the clock)."""
         found = self._utterances.get(utterance_id or "")
@@ -82,3 +89,18 @@ class HeardWords:
                 parts.append(utt.text[:max(w.char_end for w in heard)].strip())
             break
         return " ".join(p for p in parts if p)
+
+
+def trim_history(messages: list[dict[str, Any]], heard: str) -> None:
+    """Make the answer in ``messages`` (Strands' conversation) what the listener heard of it.
+
+    The model's last assistant message holds what it wrote (all of it, or Strands' "Cancelled by
+    user" when the writing was cut too); it becomes the heard text with :data:`CUT_MARK`."""
+    text = f"{heard}{CUT_MARK}" if heard else CUT_MARK.strip()
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "assistant":
+            message["content"] = [{"text": text}]
+            return
+    messages.append({"role": "assistant", "content": [{"text": text}]})

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from voice_agent.heard import HeardWords, Word
+from voice_agent.heard import HeardWords, Word, trim_history
 
 
 def words_of(text: str, ms_per_char: int = 50) -> list[Word]:
@@ -55,3 +55,25 @@ def test_without_word_times_only_whole_utterances_count():
     heard.utterance("b", "Nor here.")
     heard.audio("b", 500)
     assert heard.heard_text(999) == "" and heard.heard_text(1200) == "No timestamps here."
+
+
+def test_words_before_their_audio_are_placed_where_the_audio_so_far_ends():
+    heard = spoken("First one.")
+    heard.utterance("1.2", "Second one.")
+    assert heard.offset_ms("1.2") == 500
+    heard.audio("1.2", 100)
+    heard.audio("1.3", 100)  # audio of an utterance the agent did not announce: only the clock moves
+    assert heard.offset_ms("1.2") == 500 and heard.audio_ms == 700
+
+
+def test_the_history_keeps_only_what_was_heard():
+    cancelled = [{"role": "user", "content": [{"text": "hi"}]},
+                 {"role": "assistant", "content": [{"text": "Cancelled by user"}]}]
+    trim_history(cancelled, "Hello there, my")
+    assert cancelled[-1] == {"role": "assistant", "content": [{"text": "Hello there, my …"}]}
+    written = [{"role": "user", "content": [{"text": "hi"}]}, {"role": "assistant", "content": [{"text": "A. B."}]}]
+    trim_history(written, "")
+    assert written[-1]["content"] == [{"text": "…"}] and len(written) == 2
+    unanswered = [{"role": "user", "content": [{"text": "hi"}]}]
+    trim_history(unanswered, "Hel")
+    assert unanswered[-1] == {"role": "assistant", "content": [{"text": "Hel …"}]}

@@ -140,6 +140,12 @@ def test_parse_request_accepts_both_shapes() -> None:
     assert parse_request({"type": "prompt", "prompt": "hi", "mode": "batch", "voice": "v"}, max_prompt_chars=10,
                          allow_interrupt=False) == PromptRequest(prompt="hi", mode="batch", voice="v")
     assert parse_request({"type": "interrupt"}, max_prompt_chars=10, allow_interrupt=True) == InterruptRequest()
+    heard = parse_request({"type": "interrupt", "heard_ms": 1250}, max_prompt_chars=10, allow_interrupt=True)
+    assert heard == InterruptRequest(heard_ms=1250)
+    for bad in (-1, 1.5, "1s", True):
+        with pytest.raises(RequestError) as caught:
+            parse_request({"type": "interrupt", "heard_ms": bad}, max_prompt_chars=10, allow_interrupt=True)
+        assert caught.value.field == "heard_ms"
     with pytest.raises(RequestError):
         parse_request({"type": "interrupt"}, max_prompt_chars=10, allow_interrupt=False)
     with pytest.raises(RequestError, match="over"):
