@@ -350,13 +350,16 @@ RUNNERS: dict[str, Callable[..., Awaitable[Trace]]] = {
 # Server overhead, the concurrency ladder, codecs
 
 
-async def probe_overhead(target: Target, text: str, count: int) -> list[dict[str, float]]:
-    """`speak` ``text`` ``count`` times on one session, one at a time: TTFA from the send to the
-    first binary frame, the engine's synthesis_ms, and their difference (server overhead: G2P,
-    queueing, encoding, framing, loopback)."""
+async def probe_overhead(target: Target, text: str, count: int, *, timestamps: bool = False) -> list[dict[str, float]]:
+    """`speak` ``text`` ``count`` times, one at a time: TTFA to the first binary frame, synthesis_ms,
+    and the difference (server overhead: G2P, queue, encoding, framing, loopback, word events)."""
     samples: list[dict[str, float]] = []
     ws = await open_ws(target)
     try:
+        if timestamps:  # a fresh session: the first reply is `configured` or an error
+            await ws.send(json.dumps({"type": "configure", "timestamps": True}))
+            if (reply := json.loads(await asyncio.wait_for(ws.recv(), FIRST_AUDIO_TIMEOUT_S)))["type"] != "configured":
+                raise BenchError(f"configure with timestamps got {reply}")
         for i in range(count):
             sent = now()
             await ws.send(json.dumps({"type": "speak", "id": f"probe{i}", "text": text}))

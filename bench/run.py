@@ -188,14 +188,19 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
             await codec_binary(client, target, "Okay.", "pcm")
         await settle()
 
-        # Server overhead: TTFA over the WebSocket minus the engine's synthesis time.
-        log(f"server overhead ({plan.probes} probes of {first_fragment!r})")
+        # Server overhead: TTFA over the WebSocket minus the engine's synthesis time; each probe
+        # is paired with one asking for word timestamps (order alternating), to price them.
+        log(f"server overhead ({plan.probes} probes of {first_fragment!r}, without and with timestamps)")
         probes: list[dict[str, float]] = []
+        timed: list[dict[str, float]] = []
         for i in range(plan.probes):
             if i >= plan.min_probes and not budget.allows(0.15, f"overhead probe {i + 1}"):
                 break
-            probes.extend(await measure.probe_overhead(target, first_fragment, 1))
+            for with_words in ((False, True) if i % 2 == 0 else (True, False)):
+                found = await measure.probe_overhead(target, first_fragment, 1, timestamps=with_words)
+                (timed if with_words else probes).extend(found)
         raw["overhead_probes"] = probes
+        raw["timestamp_probes"] = timed
         await settle()
 
         log(f"SageMaker relay: {plan.probes} paired rounds through the stand-in")
