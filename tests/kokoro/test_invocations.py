@@ -101,6 +101,7 @@ BAD_REQUESTS = [
     ({}, 400, "invalid_field", "text"),
     ({"text": ""}, 400, "invalid_field", "text"),
     ({"text": " \n\t "}, 400, "invalid_field", "text"),
+    ('{"text": "Hi \\ud800 there."}', 400, "invalid_field", "text"),  # a lone surrogate: spaCy cannot read it
     ({"text": "x" * 10_001}, 400, "text_too_long", "text"),
     ('{"text": "Hi \\ud800"}', 400, "invalid_field", "text"),  # a lone surrogate: G2P cannot take it
     ({"text": "Hi.", "voice": "nobody"}, 400, "unknown_voice", "voice"),

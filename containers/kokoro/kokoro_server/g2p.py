@@ -21,6 +21,9 @@ REPO_ID = "hexgrad/Kokoro-82M"
 # Other languages need misaki extras this image does not carry; they are read as American English
 # (the packaged Japanese voices, for one, speak English text that way).
 _LANGS = ("a", "b")
+# JSON may carry lone UTF-16 surrogates ("\ud800"); spaCy cannot encode them and would fail the
+# whole text. Each becomes U+FFFD (one character for one, so word offsets still hold).
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 # A sentence end in G2P's output: terminal punctuation (closing quotes/brackets kept with it), then a
@@ -90,6 +93,7 @@ class Phonemizer:
 
     def chunks(self, text: str, *, voice: str) -> list[PhonemeChunk]:
         """Like :meth:`phonemize`, with each chunk's words and their places in its phonemes."""
+        text = _SURROGATES.sub("\ufffd", text)
         with self._lock:  # spaCy and misaki keep per-call state
             pipeline = self._pipeline(language_of(voice))
             return [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any, Final, Literal, cast
 
 PROTOCOL_VERSION: Final = 1
@@ -43,11 +44,17 @@ def invalid(name: str, message: str) -> ProtocolError:
     return ProtocolError("invalid_field", f"{name}: {message}", field=name)
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def check_text(value: object, *, name: str = "text", allow_empty: bool = False) -> str:
     if not isinstance(value, str):
         raise invalid(name, f"must be a string, got {type(value).__name__}")
     if not allow_empty and not value.strip():
         raise invalid(name, "must not be empty or whitespace")
+    bad = _LONE_SURROGATE.search(value)
+    if bad is not None:  # JSON's "\ud800" escapes decode to lone surrogates: not text, nothing can speak it
+        raise invalid(name, f"holds a lone UTF-16 surrogate at character {bad.start()}, which is not text")
     if len(value) > MAX_TEXT_CHARS:
         raise ProtocolError(
             "text_too_long",
