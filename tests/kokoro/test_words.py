@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from voicestream.chunker import iter_sentences
 
 import real_audio as ra
 from kokoro_server.engines import load_engine
-from kokoro_server.g2p import Phonemizer
+from kokoro_server.g2p import Phonemizer, chunk_jobs
 from kokoro_server.model_dir import ModelDir, open_model_dir
 from kokoro_server.scheduler import FairScheduler
 from kokoro_server.synth import Synthesizer
@@ -32,13 +33,14 @@ LONG = ("The ship left the harbour at dawn, and by noon the coast had vanished b
 
 
 def speak_words(model: ModelDir, engine, text: str, voice: str) -> tuple[list[WordTiming], np.ndarray]:
-    """(words, audio) of one Speech through the real Synthesizer and scheduler."""
+    """(words, audio) of one Speech through the real Synthesizer and scheduler, cut as POST cuts it."""
     async def scenario():
         scheduler = FairScheduler(workers=1)
         await scheduler.start()
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, vocab=model.vocab)
         try:
-            chunks = [c async for c in synth.speech(owner=object(), text=text, voice=voice, speed=1.0)]
+            speech = synth.speech(owner=object(), pieces=iter_sentences(text), text=text, voice=voice, speed=1.0)
+            chunks = [c async for c in speech]
         finally:
             await scheduler.stop()
             synth.close()
@@ -79,6 +81,15 @@ def test_g2p_words_map_to_their_phonemes():
     assert list(spelled) == ["Dr.", "Smith", "paid", "3.50", "for", "coffee", "didn't", "he"]
     assert spelled["Smith"] == "smˈɪθ" and spelled["coffee"] == "kˈɔfi"
     assert "θɹˈi" in spelled["3.50"]  # a number is its spoken words' phonemes
+
+
+def test_a_chunk_cut_into_sentence_jobs_keeps_each_words_phonemes():
+    (chunk,) = Phonemizer().chunks("Hello there. How are you today?", voice="af_heart")
+    jobs = chunk_jobs(chunk)
+    assert [[w.text for w in job.words] for job in jobs] == [["Hello", "there"], ["How", "are", "you", "today"]]
+    for job in jobs:
+        whole = {w.text: chunk.phonemes[w.phoneme_start:w.phoneme_end] for w in chunk.words}
+        assert all(job.phonemes[w.phoneme_start:w.phoneme_end] == whole[w.text] for w in job.words)
 
 
 def test_the_aligner_finds_words_in_order_and_marks_rewritten_ones():
