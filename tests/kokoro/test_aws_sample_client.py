@@ -11,6 +11,7 @@ error's message.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import io
 import json
@@ -20,6 +21,7 @@ import time
 import av
 import httpx
 import pytest
+from wsclient import audio_bytes, collect, connect, of_type, send
 
 pytestmark = pytest.mark.kokoro
 
@@ -137,3 +139,74 @@ def test_fields_outside_the_samples_shape_or_bad_values_are_refused(server, chan
 def test_outside_the_samples_shape_unknown_fields_stay_refused(server):
     response = post(server, {"text": "Hi.", "pitch": 2})
     assert response.status_code == 400 and response.json()["error"]["field"] == "pitch"
+
+
+# ---- WS /invocations-bidirectional-stream --------------------------------------------------------
+
+def ws_message(**extra) -> dict:
+    """What the sample's bidi transport sends per text (request_timestamp always; sample_rate when set)."""
+    return {"text": TEXT, "voice": "af_heart", "request_timestamp": time.time(), **extra}
+
+
+async def ws_exchange(server, *messages: dict, until) -> list[dict]:
+    async with connect(server.ws) as ws:
+        for message in messages:
+            await send(ws, message, binary=True)  # SageMaker forwards payload parts as binary frames
+        events = await collect(ws, until)
+        await send(ws, {"type": "close"})
+        return events
+
+
+def test_ws_request_gets_start_pcm_and_complete_with_the_samples_fields(server):
+    events = asyncio.run(ws_exchange(server, ws_message(request_id="w1"), until=of_type("synthesis_complete")))
+    assert events[0] == {"type": "synthesis_start", "request_id": "w1"}
+    complete = events[-1]
+    pcm = audio_bytes(events)
+    assert complete["request_id"] == "w1" and complete["total_duration_s"] == pytest.approx(len(pcm) / 48_000, abs=0.002)
+    assert 0 < complete["elapsed_s"] < 120
+
+
+def test_ws_sample_rate_is_per_request(server):
+    events = asyncio.run(ws_exchange(
+        server, ws_message(request_id="a", sample_rate=16_000), ws_message(request_id="b"),
+        until=of_type("synthesis_complete", request_id="b"),
+    ))
+    completes = {e["request_id"]: e for e in events if e["type"] == "synthesis_complete"}
+    assert completes["a"]["sample_rate"] == 16_000 and completes["b"]["sample_rate"] == 24_000
+    assert completes["a"]["total_duration_s"] == pytest.approx(completes["b"]["total_duration_s"], abs=0.01)
+    assert completes["a"]["bytes"] == pytest.approx(completes["b"]["bytes"] * 2 / 3, rel=0.01)  # 16 vs 24 kHz
+
+
+def test_ws_a_request_without_an_id_is_answered_under_one(server):
+    events = asyncio.run(ws_exchange(server, ws_message(), until=of_type("synthesis_complete")))
+    assert events[0]["request_id"] == events[-1]["request_id"] and events[0]["request_id"].startswith("request-")
+
+
+def test_ws_a_stale_request_is_an_error_with_its_id_and_the_token(server):
+    events = asyncio.run(ws_exchange(
+        server, ws_message(request_id="old", request_timestamp=time.time() - 120), ws_message(request_id="fresh"),
+        until=of_type("synthesis_complete", request_id="fresh"),
+    ))
+    (error,) = [e for e in events if e["type"] == "error"]
+    assert error["request_id"] == "old" and "request_stale" in error["message"]
+    assert not [e for e in events if e.get("request_id") == "old" and e["type"] != "error"]
+
+
+def test_ws_queue_full_is_an_error_with_the_token(server):
+    async def scenario() -> dict:
+        async with connect(server.ws) as ws:
+            for n in range(70):  # past KOKORO_MAX_QUEUED_UTTERANCES (64) before the first one ends
+                await send(ws, ws_message(request_id=f"q{n}", text=f"Number {n}."), binary=True)
+            (error,) = [e for e in await collect(ws, of_type("error")) if e["type"] == "error"]
+            await send(ws, {"type": "cancel"})
+            await collect(ws, of_type("cancelled"))
+            return error
+    error = asyncio.run(scenario())
+    assert "queue_full" in error["message"] and error["request_id"].startswith("q")
+
+
+@pytest.mark.parametrize(("change", "field"), [({"pitch": 2}, "pitch"), ({"request_timestamp": "now"}, "request_timestamp"),
+                                               ({"sample_rate": 44}, "sample_rate")])
+def test_ws_fields_outside_the_samples_shape_are_refused_with_its_id(server, change, field):
+    events = asyncio.run(ws_exchange(server, ws_message(request_id="bad", **change), until=of_type("error")))
+    assert events[-1]["request_id"] == "bad" and events[-1]["field"] == field

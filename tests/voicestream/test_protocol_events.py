@@ -9,13 +9,15 @@ import pytest
 
 from voicestream.protocol import (
     EVENTS, Cancelled, Configured, ErrorEvent, Pong, ProtocolError, ServerEdge, Speak, SseAudio, SseEnd,
-    SseStart, TurnEnd, UtteranceEnd, UtteranceStart, check_audio_format, decode_event, encode_event,
-    encode_sse, parse_event, parse_sse,
+    SseStart, TurnEnd, UtteranceEnd, UtteranceStart, Words, WordTime, check_audio_format, decode_event,
+    encode_event, encode_sse, parse_event, parse_sse,
 )
 
 EVENTS_SENT = [
     Configured(voice="af_heart", speed=1.2, format="mp3", sample_rate=16000, voices=("af_heart", "am_michael"),
-               limits={"max_text_chars": 10_000}),
+               limits={"max_text_chars": 10_000}, timestamps=True),
+    Words(id="1.1", words=(WordTime(text="Hello", start_ms=300, end_ms=620, char_start=0, char_end=5),
+                           WordTime(text="there", start_ms=650, end_ms=900, char_start=6, char_end=11))),
     UtteranceStart(id="1.1", turn=1, text="Hello."),
     UtteranceEnd(id="1.1", turn=1, audio_ms=900, synthesis_ms=80, bytes=43_200, format="pcm", sample_rate=24000),
     TurnEnd(turn=1, utterances=2, audio_ms=1800),
@@ -35,11 +37,16 @@ def test_frames_carry_the_documented_fields_and_leave_out_unset_ones() -> None:
     assert json.loads(encode_event(ErrorEvent(code="busy", message="full"))) == {
         "type": "error", "code": "busy", "message": "full"}
     assert json.loads(encode_event(Cancelled(turn=3, ids=("a",)))) == {"type": "cancelled", "turn": 3, "ids": ["a"]}
-    assert set(EVENTS) == {"configured", "utterance_start", "utterance_end", "turn_end", "cancelled", "pong", "error"}
+    assert set(EVENTS) == {"configured", "utterance_start", "words", "utterance_end", "turn_end", "cancelled", "pong",
+                           "error"}
 
 
 def test_a_client_reads_a_newer_or_sloppier_server_without_crashing() -> None:
-    assert parse_event({"type": "words", "id": "1.1"}) is None  # a type it does not know yet
+    assert parse_event({"type": "visemes", "id": "1.1"}) is None  # a type it does not know yet
+    sloppy = parse_event({"type": "words", "id": "1.1", "words": [{"text": "Hi", "start_ms": "0"}, 7,
+                                                                   {"text": "ok", "start_ms": 1, "end_ms": 2,
+                                                                    "char_start": 0, "char_end": 2}]})
+    assert sloppy == Words(id="1.1", words=(WordTime(text="ok", start_ms=1, end_ms=2, char_start=0, char_end=2),))
     end = parse_event({"type": "utterance_end", "id": "x", "turn": "one", "bytes": True})
     assert end == UtteranceEnd(id="x", turn=None, bytes=0)
     assert parse_event({"type": "error"}) == ErrorEvent(code="error", message="no message")
@@ -121,4 +128,4 @@ def test_a_new_event_type_is_one_decorated_dataclass_with_nested_fields_encoded(
                                                              Word(text="there", start_ms=250)))))
     assert frame == {"type": "words", "id": "1.1", "words": [{"text": "Hi", "start_ms": 0, "end_ms": 250},
                                                              {"text": "there", "start_ms": 250}]}
-    assert registry == {"words": Words} and "words" not in EVENTS
+    assert registry == {"words": Words} and EVENTS["words"] is not Words  # its own registry only

@@ -15,101 +15,48 @@ server answers it:
   ``audio_stream_end {total_chunks, duration_s}``, ``error``, each with ``request_id``;
 * otherwise the audio streams as raw bytes, as in the native shape.
 
-Fields outside the sample's set are refused, as in the native shape.
+Fields outside the sample's set are refused, as in the native shape. The shape is read by
+``voicestream.protocol.aws`` (:func:`request_from_sample`); this module answers it.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import math
 import struct
 import time
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from voicestream.protocol import (
-    NATIVE_SAMPLE_RATE, ProtocolError, SynthesisRequest, check_format, check_identifier, check_sample_rate,
-    check_speed, check_text, check_transport,
-)
+from voicestream.protocol import ProtocolError, SynthesisRequest, aws
 
 from .audio import CONTENT_TYPES
-from .invocations import check_audio, encoded_audio, error_response
+from .invocations import Encoded, check_audio, encoded_audio, error_response
 from .synth import Synthesizer
 
-FIELDS = frozenset({"text", "voice", "speed", "format", "sample_rate", "transport", "stream", "request_id",
-                    "request_timestamp"})
-MARKERS = ("request_timestamp", "request_id", "stream")  # no native request has them
 STALE_STATUS = 408
-
-
-@dataclass(frozen=True, kw_only=True)
-class SampleRequest:
-    """A validated request in the sample's shape."""
-
-    request: SynthesisRequest
-    stream: bool = True
-    request_id: str | None = None
-    request_timestamp: float | None = None
 
 
 def sample_payload(body: bytes) -> dict[str, Any] | None:
     """The parsed body when it is in the sample's shape, else None (the native parser takes it)."""
-    if not any(f'"{marker}"'.encode() in body for marker in MARKERS):
+    if not any(f'"{marker}"'.encode() in body for marker in aws.HTTP_MARKERS):
         return None
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):
         return None
-    return payload if isinstance(payload, dict) and any(m in payload for m in MARKERS) else None
-
-
-def check_timestamp(value: object, *, now: float, max_age_s: float, name: str = "request_timestamp") -> float:
-    """``value`` as epoch seconds; ProtocolError ``request_stale`` when older than ``max_age_s``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
-        raise ProtocolError("invalid_field", f"{name}: must be epoch seconds (a number), got {value!r}", field=name)
-    age = now - float(value)
-    if age > max_age_s:
-        raise ProtocolError(
-            "request_stale",
-            f"{name}: request_stale: sent {age:.1f} s ago, over the limit of {max_age_s:g} s (KOKORO_MAX_REQUEST_AGE_S)",
-            field=name,
-        )
-    return float(value)
-
-
-def parse_sample_request(payload: dict[str, Any], *, now: float, max_age_s: float) -> SampleRequest:
-    unknown = sorted(set(payload) - FIELDS)
-    if unknown:
-        raise ProtocolError("invalid_field", f"{unknown[0]}: not a field of the request", field=unknown[0])
-    stamp = None
-    if "request_timestamp" in payload:  # first: a stale request is refused whatever else it holds
-        stamp = check_timestamp(payload["request_timestamp"], now=now, max_age_s=max_age_s)
-    if "text" not in payload:
-        raise ProtocolError("invalid_field", "text: is required", field="text")
-    stream = payload.get("stream", True)
-    if not isinstance(stream, bool):
-        raise ProtocolError("invalid_field", f"stream: must be true or false, got {stream!r}", field="stream")
-    request = SynthesisRequest(
-        text=check_text(payload["text"]),
-        voice=check_identifier(payload["voice"], name="voice") if "voice" in payload else None,
-        speed=check_speed(payload.get("speed", 1.0)),
-        format=check_format(payload.get("format", "wav")),
-        sample_rate=check_sample_rate(payload.get("sample_rate", NATIVE_SAMPLE_RATE)),
-        transport=check_transport(payload.get("transport", "binary")),
-    )
-    request_id = check_identifier(payload["request_id"], name="request_id") if "request_id" in payload else None
-    return SampleRequest(request=request, stream=stream, request_id=request_id, request_timestamp=stamp)
+    return payload if isinstance(payload, dict) and aws.is_sample_body(payload) else None
 
 
 async def respond_sample(request: Request, synth: Synthesizer, payload: dict[str, Any]) -> Response:
     """Answer a body in the sample's shape (see the module docstring)."""
     try:
-        sample = parse_sample_request(payload, now=time.time(), max_age_s=request.app.state.settings.max_request_age_s)
+        sample = aws.request_from_sample(payload)
+        if sample.request_timestamp is not None:
+            aws.check_fresh(sample.request_timestamp, now=time.time(), max_age_s=request.app.state.settings.max_request_age_s)
         voice = synth.resolve_voice(sample.request.voice)
         check_audio(sample.request)
     except ProtocolError as exc:
@@ -126,10 +73,10 @@ async def respond_sample(request: Request, synth: Synthesizer, payload: dict[str
     return StreamingResponse(_bytes(audio), media_type=CONTENT_TYPES[req.format], headers=headers)
 
 
-async def _bytes(audio: AsyncIterator[tuple[bytes, float, float]]) -> AsyncIterator[bytes]:
-    async for data, _, _ in audio:
-        if data:
-            yield data
+async def _bytes(audio: AsyncIterator[Encoded]) -> AsyncIterator[bytes]:
+    async for part in audio:
+        if part.data:
+            yield part.data
 
 
 def riff_sized(wav: bytes) -> bytes:
@@ -137,14 +84,13 @@ def riff_sized(wav: bytes) -> bytes:
     return wav[:4] + struct.pack("<I", len(wav) - 8) + wav[8:40] + struct.pack("<I", len(wav) - 44) + wav[44:]
 
 
-async def _complete(audio: AsyncIterator[tuple[bytes, float, float]], req: SynthesisRequest,
-                    headers: dict[str, str]) -> Response:
+async def _complete(audio: AsyncIterator[Encoded], req: SynthesisRequest, headers: dict[str, str]) -> Response:
     started = time.perf_counter()
     parts: list[bytes] = []
     audio_s = 0.0
-    async for data, seconds, _ in audio:
-        parts.append(data)
-        audio_s += seconds
+    async for part in audio:
+        parts.append(part.data)
+        audio_s += part.audio_s
     elapsed = time.perf_counter() - started
     body = b"".join(parts)
     if req.format == "wav":
@@ -162,18 +108,17 @@ def _event(name: str, payload: dict[str, Any]) -> bytes:
     return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
 
 
-async def _sse(audio: AsyncIterator[tuple[bytes, float, float]], req: SynthesisRequest, voice: str,
-               request_id: str) -> AsyncIterator[bytes]:
+async def _sse(audio: AsyncIterator[Encoded], req: SynthesisRequest, voice: str, request_id: str) -> AsyncIterator[bytes]:
     yield _event("audio_stream_start", {"request_id": request_id, "format": req.format, "voice": voice,
                                         "sample_rate": req.sample_rate})
     seq = 0
     audio_s = 0.0
     try:
-        async for data, seconds, _ in audio:
-            audio_s += seconds
-            if data:
+        async for part in audio:
+            audio_s += part.audio_s
+            if part.data:
                 yield _event("audio_chunk", {"request_id": request_id, "seq": seq,
-                                             "data": base64.b64encode(data).decode("ascii")})
+                                             "data": base64.b64encode(part.data).decode("ascii")})
                 seq += 1
     except Exception as exc:
         yield _event("error", {"request_id": request_id, "code": "synthesis_failed",

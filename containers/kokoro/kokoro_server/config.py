@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from voicestream.protocol import MAX_TEXT_CHARS
+from voicestream.protocol import MAX_TEXT_CHARS, aws
 
 SAGEMAKER_MODEL_DIR = Path("/opt/ml/model")
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
@@ -54,7 +54,7 @@ DECODINGS = ("windowed", "one_shot")
 SCHEDULERS = ("deadline", "round_robin")
 # A request in the AWS sample's shape whose request_timestamp is older than this is refused
 # (HTTP 408 / an error holding ``request_stale``): SageMaker gives up on an invocation at 60 s.
-DEFAULT_MAX_REQUEST_AGE_S = 56.0
+DEFAULT_MAX_REQUEST_AGE_S = aws.DEFAULT_MAX_REQUEST_AGE_S
 
 
 @dataclass(frozen=True, kw_only=True)

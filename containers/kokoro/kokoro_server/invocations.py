@@ -17,18 +17,20 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from voicestream.chunker import iter_sentences
 from voicestream.protocol import (
-    MAX_TEXT_CHARS, ErrorEvent, ProtocolError, SseAudio, SseEnd, SseStart, SynthesisRequest, encode_sse,
+    MAX_TEXT_CHARS, ErrorEvent, ProtocolError, SseAudio, SseEnd, SseStart, SseWords, SynthesisRequest, encode_sse,
     parse_request,
 )
 
 from .audio import CONTENT_TYPES, StreamEncoder, encode_off_loop, validate_format
 from .metrics import UtteranceClock
 from .synth import Synthesizer
+from .words import WordTiming
 
 log = logging.getLogger(__name__)
 
@@ -79,8 +81,19 @@ async def native(request: Request, synth: Synthesizer, body: bytes) -> Response:
     return StreamingResponse(_binary(synth, req, voice), media_type=CONTENT_TYPES[req.format], headers=headers)
 
 
-async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[tuple[bytes, float, float]]:
-    """Encoded audio as it is made: (bytes, seconds of audio, seconds on the model)."""
+@dataclass(frozen=True, kw_only=True)
+class Encoded:
+    """One sentence's encoded audio (maybe b"" while a codec fills a frame), its length, the model's
+    time on it, and its words (times from the start of the response's audio)."""
+
+    data: bytes
+    audio_s: float = 0.0
+    synthesis_s: float = 0.0
+    words: tuple[WordTiming, ...] = ()
+
+
+async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[Encoded]:
+    """Encoded audio as it is made, sentence by sentence, then the encoder's tail."""
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
     speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed, text=req.text)
@@ -88,10 +101,11 @@ async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -
     clock = UtteranceClock(route="http", fmt=req.format)
     try:
         async for chunk in speech:
-            yield await encode_off_loop(encoder, chunk.synthesis.audio), chunk.synthesis.seconds, chunk.synthesis_s
+            data = await encode_off_loop(encoder, chunk.synthesis.audio)
+            yield Encoded(data=data, audio_s=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s, words=chunk.words)
             clock.audio(seconds=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s)
         finished = True
-        yield encoder.finish(), 0.0, 0.0
+        yield Encoded(data=encoder.finish())
         clock.finish()
     finally:  # the client left or the stream ended: free the model now
         if not finished:
@@ -101,9 +115,9 @@ async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -
 
 
 async def _binary(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
-    async for data, _, _ in encoded_audio(synth, req, voice):
-        if data:
-            yield data
+    async for part in encoded_audio(synth, req, voice):
+        if part.data:
+            yield part.data
 
 
 async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id: str) -> AsyncIterator[bytes]:
@@ -113,12 +127,14 @@ async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id
     first_s: float | None = None  # model time before the first audio event (windows: the first one's)
     index = 0
     try:
-        async for data, seconds, spent in encoded_audio(synth, req, voice):
-            audio_s += seconds
-            synthesis_s += spent
-            if data:
+        async for part in encoded_audio(synth, req, voice):
+            audio_s += part.audio_s
+            synthesis_s += part.synthesis_s
+            if req.timestamps and part.words:  # before the audio they are spoken in
+                yield encode_sse(SseWords(id=request_id, words=tuple(w.wire() for w in part.words)))
+            if part.data:
                 first_s = synthesis_s if first_s is None else first_s
-                yield encode_sse(SseAudio.of(index=index, data=data))
+                yield encode_sse(SseAudio.of(index=index, data=part.data))
                 index += 1
     except Exception as exc:
         log.exception("request %s failed", request_id)

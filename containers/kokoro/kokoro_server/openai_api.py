@@ -164,9 +164,9 @@ async def respond(synth: Synthesizer, payload: dict[str, Any]) -> Response:
 
 
 async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
-    async for data, _, _ in encoded_audio(synth, req, voice):
-        if data:
-            yield data
+    async for part in encoded_audio(synth, req, voice):
+        if part.data:
+            yield part.data
 
 
 def _data(payload: dict[str, Any]) -> bytes:
@@ -177,10 +177,10 @@ async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIt
     """OpenAI's speech events: ``speech.audio.delta`` (base64 audio) ... ``speech.audio.done``."""
     audio_s = 0.0
     try:
-        async for data, seconds, _ in encoded_audio(synth, req, voice):
-            audio_s += seconds
-            if data:
-                yield _data({"type": "speech.audio.delta", "audio": base64.b64encode(data).decode("ascii")})
+        async for part in encoded_audio(synth, req, voice):
+            audio_s += part.audio_s
+            if part.data:
+                yield _data({"type": "speech.audio.delta", "audio": base64.b64encode(part.data).decode("ascii")})
     except Exception as exc:
         log.exception("openai speech request failed")
         yield _data({"type": "error", "error": {"message": f"synthesis failed: {type(exc).__name__}: {exc}",

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import replace
 
 from starlette.websockets import WebSocket
 from voicestream.protocol import (
     MAX_FRAME_BYTES, Cancel, Cancelled, ClientMessage, Configure, Configured, Delta, ErrorEvent, Flush, Ping,
-    Pong, ServerEdge, ServerEvent, SessionSettings, Speak, check_audio_format,
+    Pong, ServerEdge, ServerEvent, SessionSettings, Speak, aws, check_audio_format,
 )
 
 from .config import Settings
@@ -103,9 +104,13 @@ class Session:
         if isinstance(message, Configure):
             await self._configure(message)
         elif isinstance(message, Speak):
+            if message.request_timestamp is not None:  # the AWS sample's: refused once too old
+                aws.check_fresh(message.request_timestamp, now=time.time(), max_age_s=self._limits.max_request_age_s)
+            if message.sample_rate is not None:
+                check_audio_format(self._settings.format, message.sample_rate)
             turns.count_text(message.text)
             turns.enqueue(message.text, gen=gen, settings=self._settings, utterance_id=message.id,
-                          voice=message.voice, speed=message.speed)
+                          voice=message.voice, speed=message.speed, sample_rate=message.sample_rate)
         elif isinstance(message, Delta):
             turns.count_text(message.text)
             for sentence in turns.cut(message.text):
@@ -128,6 +133,7 @@ class Session:
         self._settings = replace(
             self._settings, voice=voice, format=fmt, sample_rate=rate,
             speed=message.speed if message.speed is not None else self._settings.speed,
+            timestamps=message.timestamps if message.timestamps is not None else self._settings.timestamps,
         )
         limits = self._limits
         await self._control(Configured(

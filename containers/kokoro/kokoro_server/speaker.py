@@ -6,7 +6,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from voicestream.protocol import ErrorEvent, SessionSettings, TurnEnd, UtteranceEnd, UtteranceStart
+from voicestream.protocol import (
+    ErrorEvent, SessionSettings, TurnEnd, UtteranceEnd, UtteranceStart, Words,
+)
 
 from .audio import StreamEncoder, encode_off_loop
 from .metrics import UtteranceClock
@@ -41,7 +43,8 @@ class Speaker:
         settings = self._settings()
         outbox = self._outbox
         await outbox.emit(utt.gen, UtteranceStart(id=utt.id, turn=utt.turn, text=utt.text))
-        encoder = StreamEncoder(fmt=settings.format, sample_rate=settings.sample_rate)
+        rate = utt.sample_rate or settings.sample_rate
+        encoder = StreamEncoder(fmt=settings.format, sample_rate=rate)
         clock = UtteranceClock(route="ws", fmt=settings.format)
         audio_s = synthesis_s = 0.0
         first_s: float | None = None  # model time before the first audio: the first window's
@@ -54,6 +57,8 @@ class Speaker:
                 audio_s += chunk.synthesis.seconds
                 synthesis_s += chunk.synthesis_s
                 first_s = synthesis_s if first_s is None else first_s
+                if settings.timestamps and chunk.words:  # before the audio they describe
+                    await outbox.emit(utt.gen, Words(id=utt.id, words=tuple(w.wire() for w in chunk.words)))
                 sent += await outbox.send_audio(utt.gen, await encode_off_loop(encoder, chunk.synthesis.audio))
                 clock.audio(seconds=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s)
             sent += await outbox.send_audio(utt.gen, encoder.finish())
@@ -76,5 +81,6 @@ class Speaker:
         clock.finish()
         await outbox.emit(utt.gen, UtteranceEnd(
             id=utt.id, turn=utt.turn, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
-            first_audio_synthesis_ms=round((first_s or 0.0) * 1000), bytes=sent, format=settings.format, sample_rate=settings.sample_rate,
+            first_audio_synthesis_ms=round((first_s or 0.0) * 1000), bytes=sent, format=settings.format,
+            sample_rate=rate,
         ))

@@ -25,6 +25,7 @@ class Utterance:
     text: str
     gen: int
     speech: Speech
+    sample_rate: int | None = None  # None: the session's
 
 
 @dataclass(eq=False, kw_only=True)
@@ -75,7 +76,7 @@ class Turns:
 
     def enqueue(
         self, text: str, *, gen: int, settings: SessionSettings, utterance_id: str | None = None,
-        voice: str | None = None, speed: float | None = None,
+        voice: str | None = None, speed: float | None = None, sample_rate: int | None = None,
     ) -> Utterance:
         if len(text) > self._limits.max_text_chars:
             raise ProtocolError("text_too_long", f"text: over the limit of {self._limits.max_text_chars} characters",
@@ -95,7 +96,7 @@ class Turns:
             speed=speed if speed is not None else settings.speed, after=self._last_speech,
         )
         self._last_speech = speech
-        utterance = Utterance(id=uid, turn=self.number, text=text, gen=gen, speech=speech)
+        utterance = Utterance(id=uid, turn=self.number, text=text, gen=gen, speech=speech, sample_rate=sample_rate)
         self.open[uid] = utterance
         stats.queued += 1
         self.work.put_nowait(utterance)

@@ -18,9 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
+from voicestream.protocol import WordTime
 
 SAMPLE_RATE = 24_000
 
@@ -65,9 +66,10 @@ class WordTiming:
         return WordTiming(text=self.text, start_ms=self.start_ms + ms, end_ms=self.end_ms + ms,
                           char_start=self.char_start, char_end=self.char_end)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "start_ms": self.start_ms, "end_ms": self.end_ms,
-                "char_start": self.char_start, "char_end": self.char_end}
+    def wire(self) -> WordTime:
+        """As the protocol carries it (``words`` events)."""
+        return WordTime(text=self.text, start_ms=self.start_ms, end_ms=self.end_ms,
+                        char_start=self.char_start, char_end=self.char_end)
 
 
 def _spoken(token: Token) -> bool:

@@ -104,13 +104,15 @@ class TtsSession:
         speed: float | None = None,
         format: Format | None = None,
         sample_rate: int | None = None,
+        timestamps: bool | None = None,
         wait: bool = True,
     ) -> Configured | None:
         """Set the session's defaults. With ``wait`` read until ``configured`` (raising the server's
         refusal, e.g. an unknown voice, as :class:`TtsServerError`); events read meanwhile are kept
         for :meth:`events`. Pass ``wait=False`` while another task is reading :meth:`events` (the
         ``Configured`` event then arrives there)."""
-        await self._send(Configure(voice=voice, speed=speed, format=format, sample_rate=sample_rate))
+        await self._send(Configure(voice=voice, speed=speed, format=format, sample_rate=sample_rate,
+                                   timestamps=timestamps))
         if not wait:
             return None
         held: list[TtsEvent] = []

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from voicestream.protocol import (
-    Cancelled, Configured, ErrorEvent, Pong, ProtocolError, TurnEnd, UtteranceEnd, UtteranceStart,
-    decode_event,
+    Cancelled, Configured, ErrorEvent, Pong, ProtocolError, TurnEnd, UtteranceEnd, UtteranceStart, Words,
+    WordTime, decode_event,
 )
 from voicestream.protocol import parse_event as _parse_event
 
@@ -19,7 +19,7 @@ from .errors import TtsProtocolError
 
 __all__ = [
     "AudioChunk", "Cancelled", "Configured", "ErrorEvent", "Pong", "TtsEvent", "TurnEnd", "UtteranceEnd",
-    "UtteranceStart", "decode_frame", "parse_event",
+    "UtteranceStart", "WordTime", "Words", "decode_frame", "parse_event",
 ]
 
 
@@ -32,7 +32,7 @@ class AudioChunk:
 
 
 TtsEvent = Union[
-    Configured, UtteranceStart, AudioChunk, UtteranceEnd, TurnEnd, Cancelled, Pong, ErrorEvent
+    Configured, UtteranceStart, Words, AudioChunk, UtteranceEnd, TurnEnd, Cancelled, Pong, ErrorEvent
 ]
 
 

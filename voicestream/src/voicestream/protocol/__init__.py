@@ -24,7 +24,7 @@ from .audio import (
 from .edge import ServerEdge
 from .events import (
     EVENTS, SERVER_EVENT_TYPES, Cancelled, CloseCode, Configured, ErrorEvent, Pong, ServerEvent,
-    TurnEnd, UtteranceEnd, UtteranceStart, server_event,
+    TurnEnd, UtteranceEnd, UtteranceStart, Words, WordTime, server_event,
 )
 from .fields import (
     MAX_FRAME_BYTES, MAX_ID_CHARS, MAX_TEXT_CHARS, PROTOCOL_VERSION, SPEED_MAX, SPEED_MIN, TRANSPORTS,
@@ -34,7 +34,7 @@ from .messages import (
     MESSAGE_TYPES, Cancel, ClientMessage, Close, Configure, Delta, Flush, Ping, SessionSettings, Speak,
     SynthesisRequest,
 )
-from .sse import SSE_EVENTS, SseAudio, SseEnd, SseStart, encode_sse, parse_sse
+from .sse import SSE_EVENTS, SseAudio, SseEnd, SseStart, SseWords, encode_sse, parse_sse
 from .wire import (
     decode_event, encode_client_message, encode_event, parse_client_message, parse_event, parse_request,
 )
@@ -46,7 +46,8 @@ __all__ = [
     "SPEED_MAX", "SSE_EVENTS", "SseAudio", "SseEnd", "SseStart", "encode_sse", "parse_sse", "SPEED_MIN", "SUPPORTED_RATES", "TRANSPORTS", "Cancel", "Cancelled", "ClientMessage",
     "Close", "CloseCode", "Configure", "Configured", "Delta", "ErrorEvent", "Flush", "Format", "Ping",
     "Pong", "ProtocolError", "ServerEdge", "ServerEvent", "SessionSettings", "Speak",
-    "SynthesisRequest", "Transport", "TurnEnd", "UtteranceEnd", "UtteranceStart", "check_audio_format",
+    "SynthesisRequest", "Transport", "TurnEnd", "UtteranceEnd", "UtteranceStart", "Words", "WordTime",
+    "SseWords", "check_audio_format",
     "check_format", "check_identifier", "check_sample_rate", "check_speed", "check_text",
     "check_transport", "decode_event", "encode_client_message", "encode_event", "parse_client_message",
     "parse_event", "parse_request", "server_event",

@@ -1,21 +1,39 @@
-"""The AWS sample's message shape, translated at the protocol's edge.
+"""The AWS sample's shapes (aws-samples/sample-kokoro-tts-for-ai-agents), translated at the edge.
 
-The sample sends ``{"text", "voice"?, "speed"?, "request_id"?}`` (no ``type``) and expects
-``synthesis_start`` / ``synthesis_complete`` keyed by ``request_id``. Inside, such a message is a
-plain :class:`Speak` and its answers plain utterance events: ``edge.ServerEdge`` remembers,
+WebSocket: the sample sends ``{"text", "voice"?, "speed"?, "request_id"?, "request_timestamp"?,
+"sample_rate"?}`` (no ``type``) and expects ``synthesis_start`` / ``synthesis_complete`` keyed by
+``request_id`` (``synthesis_complete`` with ``total_duration_s`` and ``elapsed_s``), and errors
+whose ``message`` holds a token it classifies by (``queue_full``, ``request_stale``). Inside, such
+a message is a plain :class:`Speak` and its answers plain events: ``edge.ServerEdge`` remembers,
 per connection, which utterances came in the sample's shape and writes their answers back in it,
 so nothing past the edge knows about the sample.
+
+``POST /invocations``: a body with ``request_timestamp``, ``request_id`` or ``stream`` (no native
+body has them) is the sample's: :func:`request_from_sample` reads it (``format`` defaulting to
+``wav``, as the sample's server does); the server answers in the sample's way (its SSE events,
+``stream: false`` as one file).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Final
 
-from .events import ServerEvent, UtteranceEnd, UtteranceStart
-from .fields import optional_id, optional_speed, reject_unknown, required_text
-from .messages import Speak
+from .audio import NATIVE_SAMPLE_RATE, check_format, check_sample_rate
+from .events import ErrorEvent, ServerEvent, UtteranceEnd, UtteranceStart
+from .fields import (
+    ProtocolError, check_bool, check_identifier, check_speed, check_timestamp, check_transport, optional_id,
+    optional_speed, reject_unknown, required_text,
+)
+from .messages import Speak, SynthesisRequest
 
-SAMPLE_FIELDS: Final = frozenset({"text", "voice", "speed", "request_id"})
+SAMPLE_FIELDS: Final = frozenset({"text", "voice", "speed", "request_id", "request_timestamp", "sample_rate"})
+HTTP_SAMPLE_FIELDS: Final = frozenset({
+    "text", "voice", "speed", "format", "sample_rate", "transport", "stream", "request_id", "request_timestamp",
+})
+HTTP_MARKERS: Final = ("request_timestamp", "request_id", "stream")
+DEFAULT_MAX_REQUEST_AGE_S: Final = 56.0  # the sample's bound: SageMaker gives up on an invocation at 60 s
+TOKENS: Final = ("queue_full", "request_stale")  # the error codes the sample's client looks for in `message`
 
 
 def is_sample_request(payload: dict[str, Any]) -> bool:
@@ -24,24 +42,53 @@ def is_sample_request(payload: dict[str, Any]) -> bool:
 
 def speak_from_sample(payload: dict[str, Any]) -> Speak:
     reject_unknown(payload, SAMPLE_FIELDS, "a synthesis request")
+    stamp = payload.get("request_timestamp")
+    rate = payload.get("sample_rate")
     return Speak(
         text=required_text(payload), id=optional_id(payload, "request_id"),
         voice=optional_id(payload, "voice"), speed=optional_speed(payload), legacy=True,
+        request_timestamp=check_timestamp(stamp) if stamp is not None else None,
+        sample_rate=check_sample_rate(rate) if rate is not None else None,
     )
 
 
 def sample_from_speak(message: Speak) -> dict[str, Any]:
     out: dict[str, Any] = {"text": message.text, "request_id": message.id, "voice": message.voice,
-                           "speed": message.speed}
+                           "speed": message.speed, "request_timestamp": message.request_timestamp,
+                           "sample_rate": message.sample_rate}
     return {k: v for k, v in out.items() if v is not None}
 
 
-def sample_frame(event: UtteranceStart | UtteranceEnd) -> dict[str, Any]:
+def check_fresh(stamp: float, *, now: float, max_age_s: float, name: str = "request_timestamp") -> None:
+    """ProtocolError ``request_stale`` (the token in its message too) for a request sent too long ago."""
+    age = now - stamp
+    if age > max_age_s:
+        raise ProtocolError(
+            "request_stale",
+            f"{name}: request_stale: sent {age:.1f} s ago, over the limit of {max_age_s:g} s (KOKORO_MAX_REQUEST_AGE_S)",
+            field=name,
+        )
+
+
+def sample_frame(event: UtteranceStart | UtteranceEnd, *, elapsed_s: float | None = None) -> dict[str, Any]:
     """An utterance event as the sample's ``synthesis_start`` / ``synthesis_complete``."""
     if isinstance(event, UtteranceStart):
         return {"type": "synthesis_start", "request_id": event.id}
     frame = {k: v for k, v in event.to_wire().items() if k not in ("type", "id", "turn")}
+    frame["total_duration_s"] = round(event.audio_ms / 1000, 3)
+    if elapsed_s is not None:
+        frame["elapsed_s"] = round(elapsed_s, 3)
     return {"type": "synthesis_complete", "request_id": event.id, **frame}
+
+
+def sample_error(event: ErrorEvent) -> dict[str, Any]:
+    """An error about a sample-shape request: ``request_id``, and the code in the message, where the
+    sample's client looks for it."""
+    message = event.message if event.code in event.message else f"{event.code}: {event.message}"
+    frame: dict[str, Any] = {"type": "error", "request_id": event.id, "code": event.code, "message": message}
+    if event.field is not None:
+        frame["field"] = event.field
+    return frame
 
 
 def event_from_sample(frame: dict[str, Any]) -> ServerEvent | None:
@@ -54,3 +101,38 @@ def event_from_sample(frame: dict[str, Any]) -> ServerEvent | None:
     native.pop("turn", None)
     cls = UtteranceStart if kind == "synthesis_start" else UtteranceEnd
     return cls.from_wire(native)
+
+
+# ---- POST /invocations ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampleRequest:
+    """A ``POST /invocations`` body in the sample's shape."""
+
+    request: SynthesisRequest
+    stream: bool = True
+    request_id: str | None = None
+    request_timestamp: float | None = None
+
+
+def is_sample_body(payload: dict[str, Any]) -> bool:
+    return any(marker in payload for marker in HTTP_MARKERS)
+
+
+def request_from_sample(payload: dict[str, Any]) -> SampleRequest:
+    reject_unknown(payload, HTTP_SAMPLE_FIELDS, "the request")
+    stamp = payload.get("request_timestamp")
+    request = SynthesisRequest(
+        text=required_text(payload),
+        voice=check_identifier(payload["voice"], name="voice") if "voice" in payload else None,
+        speed=check_speed(payload.get("speed", 1.0)),
+        format=check_format(payload.get("format", "wav")),
+        sample_rate=check_sample_rate(payload.get("sample_rate", NATIVE_SAMPLE_RATE)),
+        transport=check_transport(payload.get("transport", "binary")),
+    )
+    return SampleRequest(
+        request=request, stream=check_bool(payload.get("stream", True), name="stream"),
+        request_id=optional_id(payload, "request_id"),
+        request_timestamp=check_timestamp(stamp) if stamp is not None else None,
+    )

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from dataclasses import replace
 from typing import Any
 
-from .aws import sample_frame
+from .aws import is_sample_request, sample_error, sample_frame
 from .events import Cancelled, ErrorEvent, ServerEvent, UtteranceEnd, UtteranceStart
+from .fields import MAX_FRAME_BYTES, ProtocolError, load_object
 from .messages import ClientMessage, Speak
 from .wire import parse_client_message
 
@@ -18,19 +20,25 @@ class ServerEdge:
     """The server side of one connection: parses client frames, encodes server events.
 
     A sample-shape request without ``request_id`` gets one here (``request-<n>``), so its answers
-    can be matched to it.
+    (and a refusal of it) can be matched to it; ``elapsed_s`` counts from when it arrived.
     """
 
     def __init__(self) -> None:
-        self._sample_ids: set[str] = set()
+        self._sample_ids: dict[str, float] = {}  # id -> when its request arrived (monotonic s)
         self._numbers = itertools.count(1)
 
     def parse(self, raw: bytes | str) -> ClientMessage:
-        message = parse_client_message(raw)
+        try:
+            message = parse_client_message(raw)
+        except ProtocolError as exc:
+            if _sample_shaped(raw):  # the refusal goes back in the sample's shape, with its id
+                exc.id = exc.id or f"request-{next(self._numbers)}"
+                self._sample_ids.setdefault(exc.id, time.monotonic())
+            raise
         if isinstance(message, Speak) and message.legacy:
             if message.id is None:
                 message = replace(message, id=f"request-{next(self._numbers)}")
-            self._sample_ids.add(message.id)  # type: ignore[arg-type]
+            self._sample_ids.setdefault(message.id, time.monotonic())  # type: ignore[arg-type]
         return message
 
     def encode(self, event: ServerEvent) -> str:
@@ -40,10 +48,23 @@ class ServerEdge:
     def frame(self, event: ServerEvent) -> dict[str, Any]:
         if isinstance(event, (UtteranceStart, UtteranceEnd)) and event.id in self._sample_ids:
             if isinstance(event, UtteranceEnd):
-                self._sample_ids.discard(event.id)
+                arrived = self._sample_ids.pop(event.id)
+                return sample_frame(event, elapsed_s=time.monotonic() - arrived)
             return sample_frame(event)
         if isinstance(event, Cancelled):
-            self._sample_ids.difference_update(event.ids)
-        elif isinstance(event, ErrorEvent) and event.code == "synthesis_failed" and event.id:
-            self._sample_ids.discard(event.id)
+            for uid in event.ids:
+                self._sample_ids.pop(uid, None)
+        elif isinstance(event, ErrorEvent) and event.id in self._sample_ids:
+            if event.code != "duplicate_id":  # the request of that id is still being spoken
+                self._sample_ids.pop(event.id)  # type: ignore[arg-type]
+            return sample_error(event)
         return event.to_wire()
+
+
+def _sample_shaped(raw: bytes | str) -> bool:
+    if len(raw) > MAX_FRAME_BYTES:
+        return False
+    try:
+        return is_sample_request(load_object(raw))
+    except ProtocolError:
+        return False

@@ -81,6 +81,8 @@ def _coerce(hint: Any, value: Any, f: Any) -> Any:
     if optional:
         hint = next(a for a in typing.get_args(hint) if a is not type(None))
     base = typing.get_origin(hint) or hint
+    if base is bool:
+        return value if isinstance(value, bool) else bool(default)
     if base is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
         return value if ok else (default if default is not None or optional else 0)
@@ -108,6 +110,7 @@ class Configured(ServerEvent):
     speed: float = 1.0
     format: str = "pcm"
     sample_rate: int = NATIVE_SAMPLE_RATE
+    timestamps: bool = False
     voices: tuple[str, ...] = ()
     limits: dict[str, Any] = field(default_factory=dict)
 
@@ -120,6 +123,43 @@ class UtteranceStart(ServerEvent):
     id: str
     turn: int | None
     text: str = ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WordTime:
+    """One spoken word: its audio [start_ms, end_ms) from the start of its utterance's audio, and
+    its [char_start, char_end) in the utterance's text as the client sent it."""
+
+    text: str
+    start_ms: int
+    end_ms: int
+    char_start: int
+    char_end: int
+
+    @classmethod
+    def from_wire(cls, item: object) -> WordTime | None:
+        if not isinstance(item, dict):
+            return None
+        ints = [item.get(k) for k in ("start_ms", "end_ms", "char_start", "char_end")]
+        if not isinstance(item.get("text"), str) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                            for v in ints):
+            return None
+        return cls(text=item["text"], start_ms=ints[0], end_ms=ints[1], char_start=ints[2], char_end=ints[3])
+
+
+@server_event("words")
+@dataclass(frozen=True, kw_only=True)
+class Words(ServerEvent):
+    """Sent (with ``configure`` ``timestamps: true``) before the audio the words are spoken in."""
+
+    id: str
+    words: tuple[WordTime, ...] = ()
+
+    @classmethod
+    def from_wire(cls, frame: dict[str, Any]) -> Words:
+        items = frame.get("words")
+        parsed = [WordTime.from_wire(i) for i in items] if isinstance(items, list) else []
+        return cls(id=str(frame.get("id") or ""), words=tuple(w for w in parsed if w is not None))
 
 
 @server_event("utterance_end")

@@ -94,6 +94,19 @@ def check_transport(value: object, *, name: str = "transport") -> Transport:
     return cast(Transport, value)
 
 
+def check_bool(value: object, *, name: str) -> bool:
+    if not isinstance(value, bool):
+        raise invalid(name, f"must be true or false, got {value!r}")
+    return value
+
+
+def check_timestamp(value: object, *, name: str = "request_timestamp") -> float:
+    """Epoch seconds (the AWS sample stamps each request with the time it was sent)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(float(value)):
+        raise invalid(name, f"must be epoch seconds (a number), got {value!r}")
+    return float(value)
+
+
 def optional_id(payload: dict[str, Any], name: str) -> str | None:
     return check_identifier(payload[name], name=name) if name in payload else None
 

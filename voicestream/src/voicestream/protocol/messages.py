@@ -7,7 +7,7 @@ from typing import Any, Final, Union
 
 from .audio import NATIVE_SAMPLE_RATE, Format, check_format, check_sample_rate
 from .fields import (
-    ProtocolError, Transport, check_identifier, check_speed, check_text, check_transport, optional_id,
+    ProtocolError, Transport, check_bool, check_identifier, check_speed, check_text, check_transport, optional_id,
     optional_speed, reject_unknown, required_text,
 )
 
@@ -24,6 +24,7 @@ class SynthesisRequest:
     format: Format = "pcm"
     sample_rate: int = NATIVE_SAMPLE_RATE
     transport: Transport = "binary"
+    timestamps: bool = False  # SSE only: a ``words`` event before the audio each one describes
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -35,10 +36,12 @@ class SynthesisRequest:
         }
         if self.voice is not None:
             out["voice"] = self.voice
+        if self.timestamps:
+            out["timestamps"] = True
         return out
 
 
-_REQUEST_FIELDS = frozenset({"text", "voice", "speed", "format", "sample_rate", "transport"})
+_REQUEST_FIELDS = frozenset({"text", "voice", "speed", "format", "sample_rate", "transport", "timestamps"})
 
 
 def request_from_payload(payload: dict[str, Any]) -> SynthesisRequest:
@@ -50,6 +53,7 @@ def request_from_payload(payload: dict[str, Any]) -> SynthesisRequest:
         format=check_format(payload.get("format", "pcm")),
         sample_rate=check_sample_rate(payload.get("sample_rate", NATIVE_SAMPLE_RATE)),
         transport=check_transport(payload.get("transport", "binary")),
+        timestamps=check_bool(payload.get("timestamps", False), name="timestamps"),
     )
 
 
@@ -64,6 +68,7 @@ class Configure:
     speed: float | None = None
     format: Format | None = None
     sample_rate: int | None = None
+    timestamps: bool | None = None  # True: a ``words`` event before the audio of each sentence
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,6 +81,9 @@ class Speak:
     voice: str | None = None
     speed: float | None = None
     legacy: bool = False
+    # The AWS sample's shape only: when it was sent (epoch s), and this utterance's output rate.
+    request_timestamp: float | None = None
+    sample_rate: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,7 +120,7 @@ _TYPES: Final[dict[type, str]] = {
     Cancel: "cancel", Close: "close", Ping: "ping",
 }
 _FIELDS: Final[dict[str, frozenset[str]]] = {
-    "configure": frozenset({"type", "voice", "speed", "format", "sample_rate"}),
+    "configure": frozenset({"type", "voice", "speed", "format", "sample_rate", "timestamps"}),
     "speak": frozenset({"type", "text", "id", "voice", "speed"}),
     "delta": frozenset({"type", "text"}),
     "flush": frozenset({"type"}),
@@ -141,6 +149,7 @@ def message_from_payload(payload: dict[str, Any]) -> ClientMessage:
             speed=optional_speed(payload),
             format=check_format(payload["format"]) if "format" in payload else None,
             sample_rate=check_sample_rate(payload["sample_rate"]) if "sample_rate" in payload else None,
+            timestamps=check_bool(payload["timestamps"], name="timestamps") if "timestamps" in payload else None,
         )
     if kind == "speak":
         return Speak(
@@ -173,6 +182,7 @@ class SessionSettings:
     speed: float = 1.0
     format: Format = "pcm"
     sample_rate: int = NATIVE_SAMPLE_RATE
+    timestamps: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -180,4 +190,5 @@ class SessionSettings:
             "speed": self.speed,
             "format": self.format,
             "sample_rate": self.sample_rate,
+            "timestamps": self.timestamps,
         }

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .audio import NATIVE_SAMPLE_RATE
-from .events import ErrorEvent, ServerEvent, server_event
+from .events import ErrorEvent, ServerEvent, Words, server_event
 from .fields import ProtocolError
 
 SSE_EVENTS: dict[str, type[ServerEvent]] = {"error": ErrorEvent}
@@ -63,7 +63,14 @@ class SseEnd(ServerEvent):
     first_audio_synthesis_ms: int = 0  # the part of synthesis_ms before the first audio event
 
 
-def encode_sse(event: SseStart | SseAudio | SseEnd | ErrorEvent) -> bytes:
+@server_event("words", registry=SSE_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class SseWords(Words):
+    """With ``timestamps: true``: the words of the audio events that follow (times from the start
+    of the response's audio, offsets into the request's text)."""
+
+
+def encode_sse(event: SseStart | SseAudio | SseEnd | SseWords | ErrorEvent) -> bytes:
     name = next(n for n, cls in SSE_EVENTS.items() if cls is type(event))
     data = {k: v for k, v in event.to_wire().items() if k != "type"}
     return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
