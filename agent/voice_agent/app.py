@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 from importlib import resources
@@ -43,6 +44,8 @@ from .speaking import SAMPLE_RATE, Audio, Turn, TurnItem, TurnRegistry, TtsConne
 log = logging.getLogger(__name__)
 
 MAX_SSE_CONVERSATIONS = 64  # AgentCore gives each session its own microVM; locally, a bound
+VOICES_TIMEOUT_S = 3.0  # asking the TTS server for its voices holds the first `ready` at most this long
+VOICES_RETRY_S = 60.0
 
 
 class Conversation:
@@ -76,6 +79,8 @@ class VoiceService:
         self.registry = registry
         self._sse: OrderedDict[str, Conversation] = OrderedDict()
         self._lock = threading.Lock()
+        self._voices: tuple[str, ...] | None = None
+        self._voices_retry_at = 0.0
 
     def new_conversation(self) -> Conversation:
         agent = Agent(model=self.models(), system_prompt=self.config.system_prompt, callback_handler=None)
@@ -101,9 +106,33 @@ class VoiceService:
                 del self._sse[oldest]
             return conversation
 
-    def ready_event(self) -> dict[str, Any]:
+    async def voices(self) -> tuple[str, ...]:
+        """The TTS server's voices (its ``configured`` event), for the page's picker: asked once
+        (a failure is asked again after VOICES_RETRY_S), at most VOICES_TIMEOUT_S; () if unknown."""
+        if self.connect_tts is None or (self._voices is None and time.monotonic() < self._voices_retry_at):
+            return self._voices or ()
+        if self._voices is None:
+            try:
+                self._voices = await asyncio.wait_for(self._ask_voices(), VOICES_TIMEOUT_S)
+            except Exception as exc:  # the page then offers no picker; speech still works
+                log.info("could not list the TTS voices: %s", exc)
+                self._voices_retry_at = time.monotonic() + VOICES_RETRY_S
+        return self._voices or ()
+
+    async def _ask_voices(self) -> tuple[str, ...]:
+        assert self.connect_tts is not None
+        session = await self.connect_tts()
+        try:
+            configured = await session.configure()
+            return tuple(configured.voices) if configured is not None else ()
+        finally:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(session.close(), 2.0)
+
+    def ready_event(self, *, voices: tuple[str, ...] = ()) -> dict[str, Any]:
         return {"type": "ready", **self.config.describe(), "modes": ["bidi", "batch"], "format": "pcm_s16le",
-                "sample_rate": SAMPLE_RATE, "channels": 1, "max_message_bytes": MAX_MESSAGE_BYTES, "t_ms": 0}
+                "sample_rate": SAMPLE_RATE, "channels": 1, "max_message_bytes": MAX_MESSAGE_BYTES,
+                "voices": list(voices), "t_ms": 0}
 
 
 def tts_connector(config: AgentConfig) -> TtsConnector | None:
@@ -203,7 +232,7 @@ def create_app(*, config: AgentConfig, models: ModelFactory | None = None,
             return
         if isinstance(request, InterruptRequest):
             found = service.sse_conversation(session_id, create=False)
-            if found is None or found.turn is None or not await found.turn.interrupt():
+            if found is None or found.turn is None or not await found.turn.interrupt(heard_ms=request.heard_ms):
                 yield error_event("not_running", "no turn of this session is running")
             else:
                 yield {"type": "interrupt_sent", "turn": found.turn.number, "t_ms": found.turn.t_ms()}
@@ -264,7 +293,7 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
         except Exception as exc:  # the client went away mid-turn: events() cleans up on exit
             log.info("websocket turn %d ended early: %s", turn.number, exc)
 
-    await send(service.ready_event())
+    await send(service.ready_event(voices=await service.voices()))
     try:
         while True:
             message = await ws.receive()
@@ -281,7 +310,10 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
                 continue
             current = conversation.turn
             if isinstance(request, InterruptRequest):
-                if current is None or not await current.interrupt():
+                if current is not None and request.heard_ms is not None and current.cut_short(request.heard_ms):
+                    await send({"type": "interrupted", "turn": current.number, "after_end": True,
+                                "heard_ms": request.heard_ms, "t_ms": current.t_ms()})
+                elif current is None or not await current.interrupt(heard_ms=request.heard_ms):
                     await send(error_event("not_running", "no turn is running"))
                 continue
             if current is not None and not current.finished and not current.interrupted:

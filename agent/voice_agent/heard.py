@@ -14,18 +14,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from voicestream.protocol import WordTime as Word  # the TTS server's words event carries these
+
 CUT_MARK = " …"  # ends an answer the listener cut short, in the conversation history
-
-
-@dataclass(frozen=True, kw_only=True)
-class Word:
-    """A word of one utterance: its audio times (ms from the utterance's start), its characters."""
-
-    text: str
-    start_ms: int
-    end_ms: int
-    char_start: int
-    char_end: int
 
 
 @dataclass(kw_only=True)
@@ -34,6 +25,7 @@ class _Utterance:
     words: list[Word] = field(default_factory=list)
     offset_ms: float | None = None  # where its audio starts on the turn's clock; None: no audio yet
     audio_ms: float = 0.0
+    ended: bool = False  # all its audio has come
 
 
 class HeardWords:
@@ -58,6 +50,17 @@ class HeardWords:
         if found is not None:
             found.words.extend(words)
 
+    def words_event(self, utterance_id: str, words: Iterable[Word]) -> dict[str, Any]:
+        """Record an utterance's words (from the TTS server's ``words`` event, which comes before
+        their audio) and return the agent's ``words`` event: times on the turn's audio clock."""
+        words = list(words)
+        self.words(utterance_id, words)
+        offset = self.offset_ms(utterance_id)
+        return {"type": "words", "utterance_id": utterance_id, "words": [
+            {"text": w.text, "start_ms": round(offset + w.start_ms), "end_ms": round(offset + w.end_ms)}
+            for w in words
+        ]}
+
     def offset_ms(self, utterance_id: str) -> float:
         """Where the utterance's audio starts on the turn's clock: known once its first audio came;
         before that (its words arrive ahead of its audio) it starts where the audio so far ends."""
@@ -73,18 +76,26 @@ class HeardWords:
             found.audio_ms += ms
         self._clock_ms += ms
 
+    def end(self, utterance_id: str) -> None:
+        """All of the utterance's audio has come (the TTS server's ``utterance_end``)."""
+        found = self._utterances.get(utterance_id)
+        if found is not None:
+            found.ended = True
+
     def heard_text(self, heard_ms: float) -> str:
         """The text whose audio had been played by ``heard_ms`` on the turn's clock: whole
-        utterances, then the heard words of the one playing, ending at the last heard word."""
+        utterances, then the heard words of the one playing, ending at the last heard word.
+        Audio that never came (the barge-in stopped it) was not heard, whatever ``heard_ms`` says."""
         parts: list[str] = []
         for utterance_id in self._order:
             utt = self._utterances[utterance_id]
             if utt.offset_ms is None:
                 break
-            if utt.offset_ms + utt.audio_ms <= heard_ms:
+            played = min(heard_ms, utt.offset_ms + utt.audio_ms)
+            if utt.ended and utt.offset_ms + utt.audio_ms <= heard_ms:
                 parts.append(utt.text.strip())
                 continue
-            heard = [w for w in utt.words if utt.offset_ms + w.end_ms <= heard_ms]
+            heard = [w for w in utt.words if utt.offset_ms + w.end_ms <= played]
             if heard:
                 parts.append(utt.text[:max(w.char_end for w in heard)].strip())
             break

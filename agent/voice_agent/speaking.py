@@ -29,10 +29,11 @@ from strands.types.exceptions import ConcurrencyException
 from voicestream.chunker import IncrementalSentenceChunker
 from voicestream.clients.base import TtsSession
 from voicestream.clients.errors import TtsError
-from voicestream.clients.events import AudioChunk, Cancelled, ErrorEvent, TurnEnd
+from voicestream.clients.events import AudioChunk, Cancelled, ErrorEvent, TurnEnd, UtteranceEnd, Words
 from voicestream.protocol import NATIVE_SAMPLE_RATE, PCM_BYTES_PER_MS
 
 from .events import PromptRequest, error_event
+from .heard import HeardWords, trim_history
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +132,9 @@ class Turn:
         self._ttfa_ms: int | None = None
         self._text_ms: int | None = None
         self._stop_reason: str | None = None
+        self._heard = HeardWords()  # the turn's words on its audio clock, for the barge-in
+        self._heard_ms: float | None = None
+        self._first_audio_at: float | None = None
 
     def t_ms(self) -> int:
         return int((time.monotonic() - self._t0) * 1000)
@@ -165,10 +169,14 @@ class Turn:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await runner
 
-    async def interrupt(self) -> bool:
-        """Barge-in. False when the turn had already finished or been interrupted."""
+    async def interrupt(self, *, heard_ms: int | None = None) -> bool:
+        """Barge-in. False when the turn had already finished or been interrupted. ``heard_ms``: the
+        turn's audio the listener heard (the page knows); None: played in real time since the first audio."""
         if self.finished or self.interrupted:
             return False
+        if heard_ms is None and self._first_audio_at is not None:
+            heard_ms = round(min((time.monotonic() - self._first_audio_at) * 1000, self._heard.audio_ms))
+        self._heard_ms = heard_ms or 0
         self.interrupted = True
         self._stopping.set()
         self._emit({"type": "interrupted"})
@@ -178,6 +186,16 @@ class Turn:
                 await asyncio.wait_for(self._session.cancel(), timeout=2.0)
             except (TtsError, OSError, TimeoutError) as exc:
                 log.info("turn %d: TTS cancel failed: %s", self.number, exc)
+        return True
+
+    def cut_short(self, heard_ms: int) -> bool:
+        """The listener stopped the audio after the turn had finished (its audio plays for longer than
+        it takes to send): the history keeps what they heard. False if the turn was still running."""
+        if not self.finished or self.interrupted:
+            return False
+        self.interrupted = True
+        self._heard_ms = heard_ms
+        trim_history(self._agent.messages, self._heard.heard_text(heard_ms))
         return True
 
     # ---- the turn itself -------------------------------------------------------------------
@@ -193,6 +211,8 @@ class Turn:
             await self._wait_interruptible(writer)
             if not self.interrupted:
                 await self._finish_speech()
+            if self.interrupted:  # the model has stopped: its answer becomes what was heard of it
+                trim_history(self._agent.messages, self._heard.heard_text(self._heard_ms or 0))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a bug, not an expected failure: report it, end the turn
@@ -269,8 +289,9 @@ class Turn:
         session = await self._connect_tts()
         self._registry.tts_opened()
         self._session = session
-        if self._voice is not None:
-            await session.configure(voice=self._voice)
+        # Word timestamps for the page's captions and the barge-in's history. A voice is waited for,
+        # so a refusal fails the turn's speech at once; timestamps alone need no answer.
+        await session.configure(voice=self._voice, timestamps=True, wait=self._voice is not None)
         return session
 
     async def _speak(self, piece: str) -> None:
@@ -282,6 +303,7 @@ class Turn:
             session = await self._tts_task
             if self._reader is None:
                 self._reader = asyncio.create_task(self._read(session))
+            self._heard.utterance(f"{self.number}.{self._sentences}", piece)
             await session.speak(piece, id=f"{self.number}.{self._sentences}")
         except Exception as exc:  # TtsError, OSError, a bad URL: speech stops, text goes on
             self._tts_failed(exc)
@@ -290,11 +312,17 @@ class Turn:
         """TTS events -> audio items, until the turn's ``turn_end`` or ``cancelled``."""
         try:
             async for event in session.events():
-                if isinstance(event, AudioChunk):
+                if isinstance(event, Words):
+                    self._emit(self._heard.words_event(event.id, event.words))
+                elif isinstance(event, UtteranceEnd) and not self.interrupted:
+                    self._heard.end(event.id)
+                elif isinstance(event, AudioChunk):
                     if self.interrupted or not event.data:
                         continue
+                    self._heard.audio(event.utterance_id, len(event.data) / BYTES_PER_MS)
                     if self._ttfa_ms is None:
                         self._ttfa_ms = self.t_ms()
+                        self._first_audio_at = time.monotonic()
                         self._emit({"type": "first_audio"})
                     self._chunks += 1
                     self._audio_bytes += len(event.data)
@@ -350,4 +378,5 @@ class Turn:
             "text_ms": self._text_ms,
             "tts_ok": self._tts_error is None,
             "stop_reason": "interrupted" if self.interrupted else self._stop_reason,
+            "heard_ms": self._heard_ms,
         }

@@ -71,3 +71,32 @@ def test_page_interrupt_stops_scheduling(page_agent: RunningAgent, browser: Any)
         assert largest_gap(again["scheduled"]) < MAX_GAP_S
     finally:
         page.close()
+
+
+def test_page_highlights_words_in_order_while_audio_plays_and_stops_on_interrupt(
+    page_agent: RunningAgent, browser: Any
+) -> None:
+    page = browser.new_page()
+    try:
+        page.goto(f"{page_agent.url}/")
+        page.wait_for_function("() => window.__voiceStats && window.__voiceStats.state === 'idle'", timeout=15_000)
+        # The voice picker lists the TTS server's voices (its `configured` event), after "default voice".
+        options = page.eval_on_selector_all("#voice option", "els => els.map(e => e.value)")
+        assert options[0] == "" and {"af_heart", "am_michael"} <= set(options[1:])
+        page.select_option("#voice", "am_michael")
+        page.fill("#prompt", "Tell me something.")
+        page.click("#send")
+        page.wait_for_function("() => window.__voiceStats.highlights.length >= 4", timeout=60_000)
+        playing = stats(page)
+        lit = playing["highlights"]
+        assert lit == sorted(lit) and len(set(lit)) == len(lit)  # each word once, in the order spoken
+        assert page.inner_text("#caption .spoken") != ""
+        page.click("#interrupt")  # the agent may have sent all of the audio already: it still plays
+        at_click = len(stats(page)["highlights"])
+        page.wait_for_function("() => window.__voiceStats.events.includes('interrupted')", timeout=30_000)
+        page.wait_for_timeout(500)  # time in which a running highlighter would light another word
+        final = stats(page)
+        assert len(final["highlights"]) == at_click and final["words"] > at_click
+        assert final["errors"] == []
+    finally:
+        page.close()

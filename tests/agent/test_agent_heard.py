@@ -23,6 +23,7 @@ def spoken(*texts: str) -> HeardWords:
         heard.words(f"1.{n}", words_of(text))
         heard.audio(f"1.{n}", len(text) * 50 / 2)  # audio arrives in two chunks per utterance
         heard.audio(f"1.{n}", len(text) * 50 / 2)
+        heard.end(f"1.{n}")
     return heard
 
 
@@ -48,10 +49,19 @@ def test_an_utterance_without_audio_yet_was_not_heard():
     assert heard.audio_ms == 10 * 50
 
 
+def test_audio_that_never_came_was_not_heard():
+    heard = HeardWords()
+    heard.utterance("1.1", "Hello there, my friend.")
+    heard.words("1.1", words_of("Hello there, my friend."))
+    heard.audio("1.1", 400)  # the barge-in stopped the rest: the utterance never ended
+    assert heard.heard_text(10_000) == "Hello"
+
+
 def test_without_word_times_only_whole_utterances_count():
     heard = HeardWords()
     heard.utterance("a", "No timestamps here.")
     heard.audio("a", 1000)
+    heard.end("a")
     heard.utterance("b", "Nor here.")
     heard.audio("b", 500)
     assert heard.heard_text(999) == "" and heard.heard_text(1200) == "No timestamps here."

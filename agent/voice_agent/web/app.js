@@ -128,6 +128,10 @@ function showVoices(voices, chosen) {
   stats.voices = voices || [];
   const picker = $("voice");
   picker.textContent = "";
+  const fallback = document.createElement("option");
+  fallback.value = "";
+  fallback.textContent = "default voice";
+  picker.appendChild(fallback);
   for (const name of stats.voices) {
     const option = document.createElement("option");
     option.value = option.textContent = name;
@@ -201,11 +205,15 @@ function onEvent(event) {
     case "error":
       showError(event);
       break;
-    case "end":
+    case "end": {
       if (stats.state !== "interrupted") stats.state = "idle";
-      $("interrupt").disabled = true;
+      // The audio plays on after the last of it arrived: the listener can still cut it short.
+      const left = ctx ? nextStartTime - ctx.currentTime : 0;
+      if (left > 0 && acceptingAudio) setTimeout(() => { if (stats.state !== "speaking") $("interrupt").disabled = true; }, left * 1000);
+      else $("interrupt").disabled = true;
       showMetrics();
       break;
+    }
   }
 }
 
@@ -276,6 +284,7 @@ $("interrupt").addEventListener("click", () => {
   stats.interrupted = true;
   const message = { type: "interrupt" };
   if (heard !== null) message.heard_ms = Math.round(heard * 1000);
+  $("interrupt").disabled = true;
   if (ws && ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify(message));
 });
 
