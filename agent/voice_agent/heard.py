@@ -10,7 +10,7 @@ history keeps that, so the model knows where it was cut off.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, MutableSequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +102,7 @@ class HeardWords:
         return " ".join(p for p in parts if p)
 
 
-def trim_history(messages: list[dict[str, Any]], heard: str) -> None:
+def trim_history(messages: MutableSequence[Any], heard: str) -> None:
     """Make the answer in ``messages`` (Strands' conversation) what the listener heard of it.
 
     The model's last assistant message holds what it wrote (all of it, or Strands' "Cancelled by

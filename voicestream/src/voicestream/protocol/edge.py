@@ -56,7 +56,7 @@ class ServerEdge:
                 self._sample_ids.pop(uid, None)
         elif isinstance(event, ErrorEvent) and event.id in self._sample_ids:
             if event.code != "duplicate_id":  # the request of that id is still being spoken
-                self._sample_ids.pop(event.id)  # type: ignore[arg-type]
+                self._sample_ids.pop(event.id)
             return sample_error(event)
         return event.to_wire()
 

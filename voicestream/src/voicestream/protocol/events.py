@@ -140,11 +140,12 @@ class WordTime:
     def from_wire(cls, item: object) -> WordTime | None:
         if not isinstance(item, dict):
             return None
-        ints = [item.get(k) for k in ("start_ms", "end_ms", "char_start", "char_end")]
-        if not isinstance(item.get("text"), str) or not all(isinstance(v, int) and not isinstance(v, bool)
-                                                            for v in ints):
+        ints = [v for k in ("start_ms", "end_ms", "char_start", "char_end")
+                if isinstance(v := item.get(k), int) and not isinstance(v, bool)]
+        text = item.get("text")
+        if not isinstance(text, str) or len(ints) != 4:
             return None
-        return cls(text=item["text"], start_ms=ints[0], end_ms=ints[1], char_start=ints[2], char_end=ints[3])
+        return cls(text=text, start_ms=ints[0], end_ms=ints[1], char_start=ints[2], char_end=ints[3])
 
 
 @server_event("words")
