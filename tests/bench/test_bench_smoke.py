@@ -30,6 +30,7 @@ SIGNED = {
     "first_byte_added_ms",  # a difference vs pcm: pcm itself is 0, noise can make others negative
     "first_byte_added_raw_ms",
     "quiesce_timeouts",  # a count of problems, normally 0
+    "timestamps_ttfa_cost_p50_ms",  # with timestamps minus without: noise can make it negative
 }
 NON_NEGATIVE = {"loadavg_1m_start", "loadavg_1m_end"}
 
@@ -108,7 +109,11 @@ def test_latest_json_has_the_documented_shape(quick_results: dict[str, Any]) -> 
     assert data["repeats"] >= 1 and data["quick"] is True
     relay = data["sagemaker_relay_ms"]  # bidi through the SageMaker stand-in vs the direct WebSocket
     assert relay["direct_ttfa"]["n"] == relay["relayed_ttfa"]["n"] == relay["added"]["n"] >= 2
-    assert len(data["targets"]) == 5 and all(isinstance(t["met"], bool) for t in data["targets"])
+    assert len(data["targets"]) == 6 and all(isinstance(t["met"], bool) for t in data["targets"])
+    # Word timestamps priced: probes with them paired with the probes without.
+    assert data["server_overhead_with_timestamps_ms"]["n"] == data["server_overhead_ms"]["n"] >= 2
+    assert math.isclose(data["timestamps_ttfa_cost_p50_ms"], data["server_overhead_with_timestamps_ms"]["p50"]
+                        - data["server_overhead_ms"]["p50"], abs_tol=0.02)
     # Derived numbers agree with what they are derived from (rounding aside).
     ttfa = data["ttfa_ms"]
     assert math.isclose(data["ratio_stream_vs_batch"], ttfa["stream"] / ttfa["batch"], rel_tol=0.01, abs_tol=0.002)
@@ -119,11 +124,13 @@ def test_latest_json_has_the_documented_shape(quick_results: dict[str, Any]) -> 
 def test_every_number_is_finite_and_positive(quick_results: dict[str, Any]) -> None:
     found = numbers(quick_results["json"])
     assert len(found) > 100
+    differences = {f"targets[{i}].value" for i, t in enumerate(quick_results["json"]["targets"])
+                   if "timestamps" in t["name"]}  # the timestamps target's value is a difference too
     for path, value in found:
         leaf = path.rsplit(".", 1)[-1]
         assert math.isfinite(value), path
-        if leaf in SIGNED or path.startswith("sagemaker_relay_ms.added."):  # a difference: noise can be negative
-            continue
+        if leaf in SIGNED or path in differences or path.startswith("sagemaker_relay_ms.added."):
+            continue  # a difference: noise can make it negative
         if leaf in NON_NEGATIVE:
             assert value >= 0, path
             continue
