@@ -21,7 +21,7 @@ import time
 import av
 import httpx
 import pytest
-from wsclient import audio_bytes, collect, connect, of_type, send
+from wsclient import audio_bytes, collect, connect, of_type, send, sse_events
 
 pytestmark = pytest.mark.kokoro
 
@@ -45,13 +45,6 @@ def riff(data: bytes) -> tuple[int, float]:
     rate = struct.unpack_from("<I", data, 24)[0]
     return rate, (len(data) - 44) / (rate * 2)
 
-
-def sse_events(body: str) -> list[tuple[str, dict]]:
-    events = []
-    for block in body.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
 
 
 # ---- POST /invocations ---------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import av
 import httpx
 import numpy as np
 import pytest
+from wsclient import sse_events
 
 pytestmark = pytest.mark.kokoro
 
@@ -25,13 +26,6 @@ def post(server, body: object, **kwargs) -> httpx.Response:
     return httpx.post(f"{server.http}/invocations", content=data, timeout=120,
                       headers={"Content-Type": "application/json"}, **kwargs)
 
-
-def sse_events(body: str) -> list[tuple[str, dict]]:
-    events = []
-    for block in body.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((lines["event"], json.loads(lines["data"])))
-    return events
 
 
 def decode(data: bytes) -> tuple[int, int]:

@@ -7,12 +7,11 @@ only their order and bounds are checked here; test_words.py checks them against 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 
 import httpx
 import pytest
-from wsclient import collect, connect, of_type, send
+from wsclient import collect, connect, of_type, send, sse_events
 
 pytestmark = pytest.mark.kokoro
 
@@ -84,13 +83,6 @@ def test_a_bad_timestamps_value_names_the_field(server):
     error = run(scenario())
     assert error["field"] == "timestamps" and error["message"].startswith("timestamps:")
 
-
-def sse_events(body: str) -> list[tuple[str, dict]]:
-    out = []
-    for block in body.strip().split("\n\n"):
-        lines = dict(line.split(": ", 1) for line in block.splitlines())
-        out.append((lines["event"], json.loads(lines["data"])))
-    return out
 
 
 def test_sse_words_point_into_the_text_as_sent(server):

@@ -50,3 +50,12 @@ def audio_bytes(events: list[Event]) -> bytes:
 
 def connect(url: str) -> Any:
     return websockets.connect(url, max_size=None, open_timeout=10)
+
+
+def sse_events(body: str) -> list[tuple[str, dict[str, Any]]]:
+    """A whole Server-Sent Events body (POST with ``transport: sse``) as (event, data) pairs."""
+    events = []
+    for block in body.strip().split("\n\n"):
+        lines = dict(line.split(": ", 1) for line in block.splitlines())
+        events.append((lines["event"], json.loads(lines["data"])))
+    return events
