@@ -20,7 +20,7 @@ import real_audio as ra
 from kokoro_server.engines import load_engine
 from kokoro_server.g2p import Phonemizer, chunk_jobs
 from kokoro_server.model_dir import ModelDir, open_model_dir
-from kokoro_server.scheduler import FairScheduler
+from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 from kokoro_server.words import ChunkWord, TextAligner, WordTiming, phoneme_frame_starts
 
@@ -35,7 +35,7 @@ LONG = ("The ship left the harbour at dawn, and by noon the coast had vanished b
 def speak_words(model: ModelDir, engine, text: str, voice: str) -> tuple[list[WordTiming], np.ndarray]:
     """(words, audio) of one Speech through the real Synthesizer and scheduler, cut as POST cuts it."""
     async def scenario():
-        scheduler = FairScheduler(workers=1)
+        scheduler = Scheduler(workers=1)
         await scheduler.start()
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, vocab=model.vocab)
         try:
