@@ -19,13 +19,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .audio import NATIVE_SAMPLE_RATE, check_format, check_sample_rate
+from .audio import check_sample_rate
 from .events import ErrorEvent, ServerEvent, UtteranceEnd, UtteranceStart
 from .fields import (
-    ProtocolError, check_bool, check_identifier, check_speed, check_timestamp, check_transport, optional_id,
+    ProtocolError, check_bool, check_timestamp, optional_id,
     optional_speed, reject_unknown, required_text,
 )
-from .messages import Speak, SynthesisRequest
+from .messages import Speak, SynthesisRequest, request_from_payload
 
 SAMPLE_FIELDS: Final = frozenset({"text", "voice", "speed", "request_id", "request_timestamp", "sample_rate"})
 HTTP_SAMPLE_FIELDS: Final = frozenset({
@@ -121,16 +121,8 @@ def is_sample_body(payload: dict[str, Any]) -> bool:
 
 
 def request_from_sample(payload: dict[str, Any]) -> SampleRequest:
-    reject_unknown(payload, HTTP_SAMPLE_FIELDS, "the request")
+    request = request_from_payload(payload, fields=HTTP_SAMPLE_FIELDS, default_format="wav")
     stamp = payload.get("request_timestamp")
-    request = SynthesisRequest(
-        text=required_text(payload),
-        voice=check_identifier(payload["voice"], name="voice") if "voice" in payload else None,
-        speed=check_speed(payload.get("speed", 1.0)),
-        format=check_format(payload.get("format", "wav")),
-        sample_rate=check_sample_rate(payload.get("sample_rate", NATIVE_SAMPLE_RATE)),
-        transport=check_transport(payload.get("transport", "binary")),
-    )
     return SampleRequest(
         request=request, stream=check_bool(payload.get("stream", True), name="stream"),
         request_id=optional_id(payload, "request_id"),

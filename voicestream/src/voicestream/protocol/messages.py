@@ -44,13 +44,17 @@ class SynthesisRequest:
 _REQUEST_FIELDS = frozenset({"text", "voice", "speed", "format", "sample_rate", "transport", "timestamps"})
 
 
-def request_from_payload(payload: dict[str, Any]) -> SynthesisRequest:
-    reject_unknown(payload, _REQUEST_FIELDS, "the request")
+def request_from_payload(
+    payload: dict[str, Any], *, fields: frozenset[str] = _REQUEST_FIELDS, default_format: str = "pcm",
+) -> SynthesisRequest:
+    """A POST body's request; ``fields`` are the ones its shape allows (the AWS sample's shape
+    allows others and defaults to wav: protocol/aws.py)."""
+    reject_unknown(payload, fields, "the request")
     return SynthesisRequest(
         text=required_text(payload),
         voice=check_identifier(payload["voice"], name="voice") if "voice" in payload else None,
         speed=check_speed(payload.get("speed", 1.0)),
-        format=check_format(payload.get("format", "pcm")),
+        format=check_format(payload.get("format", default_format)),
         sample_rate=check_sample_rate(payload.get("sample_rate", NATIVE_SAMPLE_RATE)),
         transport=check_transport(payload.get("transport", "binary")),
         timestamps=check_bool(payload.get("timestamps", False), name="timestamps"),
