@@ -1,23 +1,16 @@
-"""Start the Kokoro server as SageMaker would run the container: ``serve``, /ping before traffic."""
+"""Start the Kokoro server as SageMaker would run the container: ``serve``, /ping before traffic.
+
+The launch itself is the project's one launcher (voicestream.launch); this adds what the stand-in
+needs: its inputs checked by name before anything starts, and the container's base URL."""
 
 from __future__ import annotations
 
-import os
 import signal
-import socket
-import subprocess
-import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
+from voicestream.launch import KokoroProcess
+
 READY_TIMEOUT_S = 180.0
-
-
-def free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
 
 
 class ContainerProcess:
@@ -28,38 +21,13 @@ class ContainerProcess:
             raise RuntimeError(f"kokoro_python: {python} not found; run `make install`")
         if not model_dir.is_dir():
             raise RuntimeError(f"model_dir: {model_dir} is not a directory (make local-model / make tiny-model)")
-        self._python, self._model_dir, self._host, self._port = python, model_dir, host, port
-        self._process: subprocess.Popen[bytes] | None = None
+        self._server = KokoroProcess(python=python, model_dir=model_dir, host=host, port=port,
+                                     stop_signal=signal.SIGINT)
 
     def start(self) -> str:
-        """Start it and wait for /ping; the container's base URL."""
-        port = self._port or free_port(self._host)
-        url = f"http://{self._host}:{port}"
-        env = {k: v for k, v in os.environ.items() if k not in ("KOKORO_MODEL_DIR", "PORT")}
-        self._process = subprocess.Popen(
-            [str(self._python), "-m", "kokoro_server", "serve", "--model-dir", str(self._model_dir),
-             "--host", self._host, "--port", str(port)], env=env, start_new_session=True)
-        deadline = time.monotonic() + READY_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise RuntimeError(f"the Kokoro server exited with {self._process.returncode} before /ping answered")
-            try:
-                with urllib.request.urlopen(f"{url}/ping", timeout=2) as response:
-                    if response.status == 200:
-                        return url
-            except (urllib.error.URLError, OSError):
-                pass
-            time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"the Kokoro server did not answer {url}/ping within {READY_TIMEOUT_S:.0f} s")
+        """Start it and wait for /ping; the container's base URL (LaunchError, a RuntimeError, if not)."""
+        self._server.start(timeout_s=READY_TIMEOUT_S)
+        return self._server.url
 
     def stop(self) -> None:
-        process, self._process = self._process, None
-        if process is None or process.poll() is not None:
-            return
-        process.send_signal(signal.SIGINT)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        self._server.stop(timeout_s=10)
