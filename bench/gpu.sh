@@ -12,6 +12,11 @@
 # vs round-robin scheduling, each a server of its own (KOKORO_ENGINE/KOKORO_DEVICE below reach
 # them through the environment); WINDOWED=0 skips it (--no-design).
 #
+# Then the capacity ladder (bench/capacity.py) writes $OUT/capacity.json for INSTANCE_TYPE
+# (default: unset, which skips it): pass the SageMaker instance type this GPU is, e.g.
+# INSTANCE_TYPE=ml.g5.xlarge, and commit the file; the stack's scaling target and `deploy-tts plan`
+# then use that figure (infra/capacity.py) instead of the unmeasured estimate.
+#
 # NOT run in this repository's CI or on the dev box: there is no GPU there. Written to be run by
 # hand on a GPU machine after `make install`, with a CUDA build of torch in .venv-kokoro. It has
 # not been run yet.
@@ -44,8 +49,13 @@ export KOKORO_ENGINE=torch
 export KOKORO_DEVICE=cuda
 
 # bench.run bounds itself (--budget-s, a soft limit that trims optional repeats of the main phases;
-# the design phase after them starts three more servers); `timeout` is the hard stop, so a wedged
-# GPU never holds the machine past 10 minutes.
-exec timeout --signal=INT --kill-after=20 590 \
+# the design phase after them starts three more servers); each `timeout` is a hard stop, so a wedged
+# GPU never holds the machine past 10 minutes in all.
+timeout --signal=INT --kill-after=20 460 \
   "$VENV/bin/python" -m bench.run --engine torch --device cuda --model-dir "$MODEL_DIR" \
-  --out "$OUT" --repeats "$REPEATS" --budget-s 360 "${DESIGN_ARGS[@]}" "$@"
+  --out "$OUT" --repeats "$REPEATS" --budget-s 300 "${DESIGN_ARGS[@]}" "$@"
+if [[ -n "${INSTANCE_TYPE:-}" ]]; then
+  timeout --signal=INT --kill-after=10 110 \
+    "$VENV/bin/python" -m bench.capacity --model-dir "$MODEL_DIR" --kokoro-python "$KOKORO_PYTHON" \
+    --instance-type "$INSTANCE_TYPE" --budget-ms "${BUDGET_MS:-1000}" --out "$OUT/capacity.json"
+fi

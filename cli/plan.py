@@ -3,8 +3,9 @@
 Two inputs, both committed files that name where they come from: the price table
 (cli/sagemaker_prices.json: source and date inside) and a measured sessions-per-instance figure
 from bench/results (a ``capacity`` block: ``instance_type``, ``sessions``, ``budget_ms``, written
-by ``python -m bench.capacity --instance-type T`` run on that instance type). Where no measurement exists for the instance type,
-plan says so and asks for ``--sessions-per-instance`` rather than inventing a figure.
+by ``python -m bench.capacity --instance-type T`` run on that instance type). infra/capacity.py reads it
+and sets the scaling target, here and in the stack alike. Where no measurement exists for the
+instance type, plan says so and asks for ``--sessions-per-instance`` rather than inventing a figure.
 """
 
 from __future__ import annotations
@@ -16,21 +17,12 @@ from pathlib import Path
 from typing import Any, Final
 
 from cli.aws import CliError
+from infra.capacity import HEADROOM, Capacity, measured_capacity, target_for
 
-REPO: Final = Path(__file__).resolve().parent.parent
+__all__ = ["Capacity", "Plan", "load_prices", "make_plan", "measured_capacity", "render", "resolve_capacity"]
+
 PRICES: Final = Path(__file__).resolve().parent / "sagemaker_prices.json"
-RESULTS: Final = (REPO / "bench/results/capacity.json", REPO / "bench/results/gpu/capacity.json",
-                  REPO / "bench/results/latest.json", REPO / "bench/results/gpu/latest.json")
-HEADROOM: Final = 0.75
-"""The scaling target is 75 % of the measured capacity: a scale-out takes minutes (cooldown plus an
-instance start), and sessions keep arriving meanwhile."""
 HOURS_PER_MONTH: Final = 730
-
-
-@dataclass(frozen=True, kw_only=True)
-class Capacity:
-    sessions: int
-    source: str  # the file (and run) the figure comes from, or "--sessions-per-instance"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,25 +45,12 @@ def load_prices(path: Path = PRICES) -> dict[str, Any]:
     return dict(json.loads(path.read_text()))
 
 
-def measured_capacity(instance_type: str, results: tuple[Path, ...] = RESULTS) -> Capacity | None:
-    """The sessions one instance of ``instance_type`` sustained in a benchmark, if one measured it."""
-    for path in results:
-        if not path.is_file():
-            continue
-        block = json.loads(path.read_text()).get("capacity")
-        if isinstance(block, dict) and block.get("instance_type") == instance_type and int(block.get("sessions", 0)) > 0:
-            when = json.loads(path.read_text()).get("timestamp", "undated")
-            shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
-            return Capacity(sessions=int(block["sessions"]), source=f"{shown} ({when})")
-    return None
-
-
 def make_plan(*, sessions: int, instance_type: str, capacity: Capacity, prices: dict[str, Any]) -> Plan:
     if sessions < 1:
         raise CliError("--sessions: expected at least 1")
     if capacity.sessions < 1:
         raise CliError("--sessions-per-instance: expected at least 1")
-    target = max(1, math.floor(capacity.sessions * HEADROOM))
+    target = target_for(capacity.sessions)  # the rule the stack's scaling policy follows
     instances = math.ceil(sessions / target)  # enough that each runs at or under the scaling target
     rate = prices["usd_per_hour"].get(instance_type)
     hourly = None if rate is None else round(instances * float(rate), 3)

@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 from constructs import IConstruct
 
+from infra.capacity import MEASURED, RESULTS, scaling_target
 from infra.defaults import shared_defaults
 
 MODEL_CACHE_ROOT: Final = "models/kokoro-82m"
@@ -67,6 +69,10 @@ class Settings:
     min_instances: int
     max_instances: int
     target_concurrent_requests_per_instance: int
+    scaling_target_source: str
+    """Where the target came from: a measurement (infra/capacity.py), the estimate, or cdk.json."""
+    scaling_target_measured: bool
+    """False only for the unmeasured estimate: the endpoint stack then warns at synth."""
     startup_health_check_timeout_seconds: int
     model_revision: str
     bedrock_model_id: str
@@ -111,8 +117,11 @@ class Settings:
         return cls.from_context(scope.node.try_get_context)
 
     @classmethod
-    def from_context(cls, get: Callable[[str], Any]) -> Settings:
-        """Validate every key; raise :class:`ConfigError` on the first bad one."""
+    def from_context(cls, get: Callable[[str], Any], *, capacity_results: tuple[Path, ...] = RESULTS) -> Settings:
+        """Validate every key; raise :class:`ConfigError` on the first bad one.
+
+        ``capacity_results``: where ``targetConcurrentRequestsPerInstance: measured`` looks.
+        """
 
         def value(key: str) -> Any:
             raw = get(key)
@@ -132,8 +141,8 @@ class Settings:
                 "minInstances",
                 f"minInstances ({min_instances}) is greater than maxInstances ({max_instances})",
             )
-        target = _integer(value("targetConcurrentRequestsPerInstance"),
-                          "targetConcurrentRequestsPerInstance", low=1)
+        target, target_source, target_measured = _scaling_target(
+            value("targetConcurrentRequestsPerInstance"), instance_type, capacity_results)
         startup = _integer(value("startupHealthCheckTimeoutSeconds"),
                            "startupHealthCheckTimeoutSeconds", low=60, high=3600)
         revision = _text(value("modelRevision"), "modelRevision", _REVISION,
@@ -156,6 +165,8 @@ class Settings:
             min_instances=min_instances,
             max_instances=max_instances,
             target_concurrent_requests_per_instance=target,
+            scaling_target_source=target_source,
+            scaling_target_measured=target_measured,
             startup_health_check_timeout_seconds=startup,
             model_revision=revision,
             bedrock_model_id=model_id,
@@ -189,6 +200,18 @@ def _engine_compatibility(engine: str, instance_type: str) -> tuple[str, ...]:
         return (f"engine 'torch' on CPU instance {instance_type}: it works but synthesizes slower "
                 "than real time for long text; consider engine 'onnx' for CPU instances",)
     return ()
+
+
+def _scaling_target(raw: Any, instance_type: str, results: tuple[Path, ...]) -> tuple[int, str, bool]:
+    """``measured``: from bench/results for this instance type (the estimate while there is none);
+    an integer: the user's own figure, taken as given (counted as measured: no warning)."""
+    key = "targetConcurrentRequestsPerInstance"
+    if raw == MEASURED:
+        found = scaling_target(instance_type, results)
+        return found.value, found.source, found.measured
+    if isinstance(raw, str) and not re.fullmatch(r"\s*-?\d+\s*", raw):
+        raise ConfigError(key, f"expected '{MEASURED}' or an integer, got {raw!r}")
+    return _integer(raw, key, low=1), f"{key} set to it in cdk.json or with -c", True
 
 
 def _text(raw: Any, key: str, pattern: re.Pattern[str] | None, hint: str) -> str:

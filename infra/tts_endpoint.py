@@ -44,6 +44,8 @@ class TtsEndpointStack(Stack):
                          **kwargs)
         for warning in settings.warnings:
             Annotations.of(self).add_warning_v2("kokoro:engineInstanceMismatch", warning)
+        if not settings.scaling_target_measured:
+            Annotations.of(self).add_warning_v2("kokoro:unmeasuredScalingTarget", settings.scaling_target_source)
 
         self.image = ecr_assets.DockerImageAsset(
             self, "KokoroImage",

@@ -59,7 +59,7 @@ def test_dashboard_shows_what_the_issue_asks(default_synth: Synthesized) -> None
         assert metric in text, metric
     annotations = [a["value"] for w in body["widgets"]
                    for a in w["properties"].get("annotations", {}).get("horizontal", [])]
-    assert 1000 in annotations and 8 in annotations  # the budget and the scaling target (cdk.json)
+    assert 1000 in annotations and 8 in annotations  # the budget and the scaling target (unmeasured estimate)
 
 
 @pytest.mark.parametrize("bad", ["0", "fast", "120000"])
