@@ -3,6 +3,8 @@
 * log-mel distance: mean absolute difference of 80-band log-mel spectra (1024-point FFT, 10 ms
   hop), each floored 80 dB below the louder one's peak, in dB. 0 for identical audio.
 * sample jumps: |x[n+1] - x[n]|; a click at a seam is a jump larger than the audio's own.
+* PESQ wideband (ITU-T P.862.2, the ``pesq`` package; 1.0-4.64, higher is closer): a perceptual
+  score of a render against a reference of the same timing, both taken to 16 kHz.
 """
 
 from __future__ import annotations
@@ -70,3 +72,20 @@ def largest_jump_near(audio: np.ndarray, positions: list[int], *, radius: int) -
     d = jumps(audio)
     found = [d[max(0, p - radius):p + radius].max() for p in positions if p - radius < d.size]
     return float(max(found, default=0.0))
+
+
+def pesq_wideband(reference: np.ndarray, other: np.ndarray, *, sr: int = SR) -> float | None:
+    """PESQ wideband of ``other`` against ``reference`` (same timing, cut to the shorter); None
+    when the ``pesq`` package is missing or it finds no speech to score."""
+    try:
+        from pesq import pesq
+    except ImportError:
+        return None
+    n = min(len(reference), len(other))
+    at_16k = np.arange(0, n, sr / 16_000)  # linear resampling: both sides alike
+    ref = np.interp(at_16k, np.arange(n), reference[:n]).astype(np.float32)
+    deg = np.interp(at_16k, np.arange(n), other[:n]).astype(np.float32)
+    try:
+        return round(float(pesq(16_000, ref, deg, "wb")), 3)
+    except Exception:  # noqa: BLE001 - pesq refuses silence or noise ("no utterances detected")
+        return None

@@ -5,12 +5,16 @@
 For a 6-word and a 37-word sentence (the packaged int8 ONNX Kokoro-82M, voice jf_alpha) it renders
 the one-shot reference, two measures of the model's own variation (the neighbouring style row,
 pack[n-2] instead of pack[n-1]; and the same frames with the last one dropped), then each window
-plan: log-mel distance and SNR against one-shot, the largest sample jump at a seam against the
+plan: log-mel distance, PESQ wideband and SNR against one-shot, the largest sample jump at a seam against the
 one-shot audio's largest and 99.9th-percentile jumps, the word error rate of an offline
 recognizer (pocketsphinx's US English model; Kokoro's Japanese voices reading English get ~0.6-0.9
 even in one shot, so compare plans with one-shot, not with zero), time to the first window, and
 the stall a real-time listener would hear (playback starting with the first window). Times are
 wall-clock on this machine under whatever load it has: the JSON records the load average.
+
+Attribution (not with --quick): the same comparisons with the decoder's activations in float
+(bench/float_decoder.py), which separates the export's dynamic int8 quantization (every render
+depends on the whole tensor's range) from what the windows themselves change.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .audio_metrics import jumps, largest_jump_near, log_mel_distance, snr_db
+from .audio_metrics import jumps, largest_jump_near, log_mel_distance, pesq_wideband, snr_db
 
 REPO = Path(__file__).resolve().parent.parent
 SENTENCES = {
@@ -34,9 +38,10 @@ SENTENCES = {
                  "mirrors and fish tanks all soak up the signal before it ever reaches the rooms where you "
                  "need it most."),
 }
-# (first, growth, largest, context, crossfade) in frames of 25 ms
-PLANS = [(20, 2.0, 480, 20, 8), (20, 2.0, 480, 30, 8), (20, 2.0, 480, 10, 4), (20, 1.0, 160, 20, 8),
-         (20, 1.5, 480, 20, 8), (30, 2.0, 480, 20, 8), (12, 2.0, 480, 20, 8)]
+# (first, growth, largest, context, crossfade) in frames of 25 ms; the first is the default
+PLANS = [(20, 4.0, 480, 20, 8), (20, 2.0, 480, 20, 8), (20, 3.0, 480, 20, 8), (20, 6.0, 480, 20, 8),
+         (20, 4.0, 480, 40, 8), (20, 4.0, 480, 10, 4), (20, 4.0, 480, 20, 16), (16, 4.0, 480, 20, 8),
+         (30, 3.0, 480, 30, 8), (20, 1.0, 160, 20, 8)]
 QUICK_PLANS = PLANS[:2]
 VOICE = "jf_alpha"
 
@@ -83,10 +88,49 @@ def measure_plan(engine, phonemes: str, style, reference: np.ndarray, plan, text
         "windows": [w.end - w.start for w in decoding.windows],
         "first_audio_ms": round(ready[0] * 1000), "total_ms": round(ready[-1] * 1000),
         "stall_ms": round(stall * 1000), "stall_fraction": round(stall / (audio.size / 24_000), 4),
-        "log_mel_db": round(log_mel_distance(reference, audio), 3), "snr_db": round(snr_db(reference, audio), 2),
+        "log_mel_db": round(log_mel_distance(reference, audio), 3), "pesq": pesq_wideband(reference, audio),
+        "snr_db": round(snr_db(reference, audio), 2),
         "seam_max_jump": round(largest_jump_near(audio, seams, radius=(plan.crossfade + 1) * per_frame), 4),
         "same_length": bool(audio.size == reference.size), "wer": word_error_rate(text, audio),
     }
+
+
+def attribution(model, phonemizer, int8, labels) -> dict:
+    """The comparisons again with the decoder's activations in float (bench/float_decoder.py);
+    ``int8``: the engine serving the export as published."""
+    from kokoro_server.engines import WindowPlan
+    from kokoro_server.engines.onnx_engine import OnnxEngine
+    from kokoro_server.model_dir import style_for
+
+    from .float_decoder import float_activation_decoder
+
+    path, rewritten = float_activation_decoder(model.weights)
+    try:
+        engine = OnnxEngine(model=model, graph=path)
+    finally:
+        path.unlink()
+        path.parent.rmdir()
+    pack = model.voices[VOICE]
+    found: dict = {"ops_rewritten": rewritten}
+    for label in labels:
+        phonemes = phonemizer.phonemize(SENTENCES[label], voice=VOICE)[0]
+        style = style_for(pack, phonemes)
+        whole = engine.begin(phonemes, style, 1.0, plan=None)
+        reference = whole.rest()
+        quantized = int8.synthesize(phonemes, style, 1.0).audio
+        neighbour = engine.synthesize(phonemes, pack[max(len(phonemes) - 2, 0)], 1.0).audio
+        shorter = whole.decode(0, whole.frames - 1)
+        windowed = engine.begin(phonemes, style, 1.0, plan=WindowPlan()).rest()
+        found[label] = {
+            "int8_one_shot_db": round(log_mel_distance(reference, quantized), 3),
+            "int8_one_shot_pesq": pesq_wideband(reference, quantized),
+            "variation_style_row_db": round(log_mel_distance(reference, neighbour), 3),
+            "variation_one_frame_less_db": round(log_mel_distance(reference[:shorter.size], shorter), 3),
+            "windowed_default_db": round(log_mel_distance(reference, windowed), 3),
+            "windowed_default_pesq": pesq_wideband(reference, windowed),
+        }
+        print(label, "float decoder", found[label], flush=True)
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -122,6 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             "one_shot_ms": oneshot_ms,
             "variation_style_row_db": round(log_mel_distance(reference, neighbour), 3),
             "variation_one_frame_less_db": round(log_mel_distance(reference[:shorter.size], shorter), 3),
+            "variation_style_row_pesq": pesq_wideband(reference, neighbour),
+            "variation_one_frame_less_pesq": pesq_wideband(reference[:shorter.size], shorter),
             "one_shot_jump_p999": round(float(np.percentile(d, 99.9)), 4), "one_shot_jump_max": round(float(d.max()), 4),
             "one_shot_wer": word_error_rate(text, reference),
         }
@@ -133,7 +179,11 @@ def main(argv: list[str] | None = None) -> int:
             row.update(measure_plan(engine, phonemes, style, reference, plan, text))
             rows.append(row)
             print(label, row, flush=True)
+        default = rows[0]
+        entry["default_over_style_row"] = round(default["log_mel_db"] / entry["variation_style_row_db"], 2)
         result["sentences"][label] = entry
+    if not args.quick:
+        result["float_decoder"] = attribution(model, phonemizer, engine, list(result["sentences"]))
     result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     result["default"] = {k: getattr(WindowPlan(), k) for k in ("first", "growth", "largest", "context", "crossfade")}
     args.out.parent.mkdir(parents=True, exist_ok=True)

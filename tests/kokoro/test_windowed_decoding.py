@@ -75,25 +75,39 @@ def test_windowed_audio_is_one_shot_length_in_growing_windows_without_clicks(lon
     per_frame = audio.size // decoding.frames
     assert parts[0].size == plan.first * per_frame  # first audio after 0.5 s of speech is decoded
     assert [p.size // per_frame for p in parts] == [w.end - w.start for w in decoding.windows]
-    assert len(parts) >= 4
+    assert len(parts) >= 3
     ra.assert_speech(audio, what=LONG)
     seams = [w.end * per_frame for w in decoding.windows[:-1]]
     seam_jump = largest_jump_near(audio, seams, radius=(plan.crossfade + 1) * per_frame)
     assert seam_jump <= jumps(one_shot).max(), (seam_jump, jumps(one_shot).max())
 
 
-def test_windowed_differs_from_one_shot_about_as_much_as_the_model_varies_itself(long_input, one_shot) -> None:
-    """The decoder normalises over time and quantizes with whole-tensor scales, so every render
-    depends on everything decoded with it: one frame less changes the rest of the audio too."""
+def _own_variation_and_windowed(phonemes: str, pack: np.ndarray, one_shot: np.ndarray) -> tuple[float, float]:
+    """(the larger of the model's own variations, windowed's distance), log-mel dB from one shot."""
     engine = ra.engine()
-    phonemes, pack, style = long_input
+    style = style_for(pack, phonemes)
     windowed = engine.begin(phonemes, style, 1.0, plan=WindowPlan()).rest()
     whole = engine.begin(phonemes, style, 1.0, plan=None)
     one_frame_less = whole.decode(0, whole.frames - 1)
     neighbour = engine.synthesize(phonemes, pack[len(phonemes) - 2], 1.0).audio
     own = max(log_mel_distance(one_shot, neighbour), log_mel_distance(one_shot[:one_frame_less.size], one_frame_less))
-    distance = log_mel_distance(one_shot, windowed)
+    return own, log_mel_distance(one_shot, windowed)
+
+
+def test_windowed_differs_from_one_shot_about_as_much_as_the_model_varies_itself(long_input, one_shot) -> None:
+    """The decoder normalises over time and quantizes with whole-tensor scales, so every render
+    depends on everything decoded with it: one frame less changes the rest of the audio too."""
+    phonemes, pack, _ = long_input
+    own, distance = _own_variation_and_windowed(phonemes, pack, one_shot)
     assert distance <= WINDOWED_OVER_OWN_VARIATION * own, (distance, own)
+
+
+def test_a_short_sentence_windowed_is_within_the_models_own_variation() -> None:
+    (phonemes,) = ra.phonemizer().phonemize("Start with where the router sits.", voice=VOICE)
+    pack = ra.model().voices[VOICE]
+    one_shot = ra.engine().synthesize(phonemes, style_for(pack, phonemes), 1.0).audio
+    own, distance = _own_variation_and_windowed(phonemes, pack, one_shot)
+    assert distance <= own, (distance, own)
 
 
 def test_cancel_between_windows_decodes_no_more_windows() -> None:
@@ -102,7 +116,8 @@ def test_cancel_between_windows_decodes_no_more_windows() -> None:
     async def scenario() -> tuple[int, int, int]:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
-        synth = Synthesizer(engine=counted, voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
+        synth = Synthesizer(engine=counted, voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE,
+                            plan=WindowPlan(growth=2))  # four windows: more to cancel than the default's three
         speech = synth.speech(owner="listener", pieces=[LONG], voice=VOICE, speed=1.0)
         got = 0
         async for _ in speech:
@@ -191,9 +206,10 @@ class _CountingEngine:
 
 
 # The issue's target is 1.0 (windowed no further from one-shot than the model's own variations).
-# Not met: on this sentence bench/results/windowing.json measures the default plan at 2.10 dB
-# against 1.63 dB (1.29x), other plans at up to 1.7x; this bound keeps it from getting worse.
-WINDOWED_OVER_OWN_VARIATION = 1.4
+# Met on the 6-word sentence (test above). Not met on this one: bench/results/windowing.json
+# measures the default plan at 1.71 dB against 1.63 dB (1.05x; growth 2 was 2.10 dB, 1.29x). The
+# bound leaves room for another CPU's int8 kernels rounding differently, and no more.
+WINDOWED_OVER_OWN_VARIATION = 1.15
 
 
 # ---- through the server: both routes stream each window as it is made ---------------------------

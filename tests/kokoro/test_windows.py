@@ -33,7 +33,9 @@ def test_windows_cover_every_frame_once_in_order(frames: int, plan: WindowPlan) 
 
 
 def test_window_sizes_grow_with_the_audio_before_them() -> None:
-    assert [w.end - w.start for w in plan_windows(475, WindowPlan())] == [20, 40, 120, 295]
+    assert [w.end - w.start for w in plan_windows(475, WindowPlan())] == [20, 80, 375]
+    assert [w.end - w.start for w in plan_windows(1500, WindowPlan())] == [20, 80, 400, 480, 480, 40]
+    assert [w.end - w.start for w in plan_windows(475, WindowPlan(growth=2))] == [20, 40, 120, 295]
     sizes = [w.end - w.start for w in plan_windows(475, WindowPlan(first=20, growth=2, largest=160))]
     assert sizes == [20, 40, 120, 160, 135]
     sizes = [w.end - w.start for w in plan_windows(175, WindowPlan(first=20, growth=1, largest=160))]

@@ -152,7 +152,9 @@ class OnnxEngine:
 
     name = "onnx"
 
-    def __init__(self, *, model: ModelDir, device: str | None = None) -> None:
+    def __init__(self, *, model: ModelDir, device: str | None = None, graph: Path | None = None) -> None:
+        """``graph``: the ONNX file to cut into parts when not the directory's own weights (a
+        rewritten copy with the same interface; bench/float_decoder.py makes one)."""
         verify_weights(model)
         self.device, self._providers = pick_providers(device)
         self.threads = intra_op_threads()
@@ -162,7 +164,7 @@ class OnnxEngine:
         self._vocab = dict(model.vocab)
         self._lock = threading.Lock()
         sig = self._sig
-        split = split_graph(model.weights, tokens=sig.tokens, style=sig.style, speed=sig.speed, audio=sig.audio)
+        split = split_graph(graph or model.weights, tokens=sig.tokens, style=sig.style, speed=sig.speed, audio=sig.audio)
         self._split = split
         if split is None:
             self._whole: ort.InferenceSession | None = whole
