@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,9 @@ def _dequantize(graph, *, prefix: str) -> int:
     def constant(name: str) -> np.ndarray:
         return numpy_helper.to_array(initializers[name]).astype(np.float32)
 
-    dropped, added, new_initializers = set(), [], []
+    dropped: set[int] = set()
+    added: list[Any] = []
+    new_initializers: list[Any] = []
     for node in graph.node:
         if node.op_type not in ("ConvInteger", "MatMulInteger") or not node.name.startswith(prefix):
             continue

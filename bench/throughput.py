@@ -7,7 +7,9 @@ Runs in the Kokoro environment, in one process, so both sides pay the same G2P a
 * ``loop``: what a script would do, sentence after sentence: G2P, then the engine in one shot (for
   a torch model directory also kokoro's own ``KPipeline`` over each sentence, ``kpipeline``);
 * ``ours_windowed`` / ``ours_one_shot``: the server's Speech (G2P in its own thread, pipelined
-  ahead of the model, deadline scheduler) over the same text, from the first job to the last audio.
+  ahead of the model, deadline scheduler) over the same text, from the first job to the last audio;
+  ``ours_windowed_per_chunk`` starts every sentence's windows small (``KOKORO_DECODING=
+  windowed_per_chunk``) instead of growing them with the audio before, to show what that buys.
 
 Every side runs in the same worker thread: on this machine torch on the main thread ran the tiny
 model ~20x slower than in a worker thread (23 s against 1 s for one sentence, load average ~10),
@@ -38,7 +40,7 @@ def paragraph(sentences: int) -> str:
     return " ".join(pieces[:sentences])
 
 
-async def ours(engine, voices, voice: str, text: str, *, windowed: bool) -> tuple[float, float]:
+async def ours(engine, voices, voice: str, text: str, *, windowed: bool, per_chunk: bool = False) -> tuple[float, float]:
     from kokoro_server.scheduler import Scheduler
     from kokoro_server.synth import Synthesizer
 
@@ -46,7 +48,8 @@ async def ours(engine, voices, voice: str, text: str, *, windowed: bool) -> tupl
 
     scheduler = Scheduler(workers=1)
     await scheduler.start()
-    synth = Synthesizer(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice, windowed=windowed)
+    synth = Synthesizer(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice, windowed=windowed,
+                        per_chunk=per_chunk)
     synth.phonemizer.phonemize("Warm up.", voice=voice)
     try:
         began = time.perf_counter()
@@ -110,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
         ("loop", lambda: loop(engine, model.voices, voice, text)),
         ("ours_windowed", lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=True))),
         ("ours_one_shot", lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=False))),
+        ("ours_windowed_per_chunk",
+         lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=True, per_chunk=True))),
         *((("kpipeline", lambda: kpipeline(model, voice, text)),) if engine.name == "torch" else ()),
     )
     times: dict[str, list[float]] = {name: [] for name, _ in sides}

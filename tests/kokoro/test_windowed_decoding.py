@@ -157,10 +157,13 @@ def test_a_speech_yields_every_window_in_order() -> None:
 
     jobs = [job for piece in pieces for chunk in ra.phonemizer().phonemize(piece, voice=VOICE)
             for job in sentence_jobs(chunk)]
+    made = 0
     for phonemes in jobs:
         decoding = ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0, plan=WindowPlan())
+        decoding.follow(made)  # windows grow with the audio the speech made before them
+        made += decoding.frames
         expected += [decoding.step() for _ in range(decoding.remaining)]
-    assert len(chunks) == len(expected) >= 5
+    assert len(chunks) == len(expected) >= 4
     for got, want in zip(chunks, expected):
         np.testing.assert_array_equal(got, want)
 
@@ -246,3 +249,36 @@ def test_one_sentence_arrives_in_several_pieces_on_both_routes(server) -> None:
     assert ws_audio == sse_audio  # same windows, same samples, same order
     assert 0 < end["first_audio_synthesis_ms"] <= end["synthesis_ms"]
     assert end["bytes"] == len(ws_audio)
+
+
+# ---- windows grow across a speech's sentences --------------------------------------------------
+
+def _speak(pieces: list[str], **synth_options) -> list[np.ndarray]:
+    async def scenario() -> list[np.ndarray]:
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE,
+                            **synth_options)
+        chunks = [c.synthesis.audio async for c in synth.speech(owner="o", pieces=pieces, voice=VOICE, speed=1.0)]
+        await scheduler.stop()
+        synth.close()
+        return chunks
+
+    return asyncio.run(scenario())
+
+
+def test_a_sentence_after_enough_audio_is_one_window_exactly_as_one_shot() -> None:
+    short = "Start with where the router sits."
+    (phonemes,) = ra.phonemizer().phonemize(short, voice=VOICE)
+    one_shot = ra.engine().synthesize(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0).audio
+    (long_phonemes,) = ra.phonemizer().phonemize(LONG, voice=VOICE)
+    long_windows = ra.engine().begin(long_phonemes, style_for(ra.model().voices[VOICE], long_phonemes), 1.0,
+                                     plan=WindowPlan()).windows
+    chunks = _speak([LONG, short])  # 11.9 s of audio before the short sentence
+    assert len(chunks) == len(long_windows) + 1 and len(long_windows) >= 3
+    np.testing.assert_array_equal(chunks[-1], one_shot)
+    again = _speak([LONG, short])  # the text alone decides the windows, not timing
+    assert all(np.array_equal(a, b) for a, b in zip(chunks, again, strict=True))
+
+    per_chunk = _speak([LONG, short], per_chunk=True)  # KOKORO_DECODING=windowed_per_chunk
+    assert len(per_chunk) == len(long_windows) + 2

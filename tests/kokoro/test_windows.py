@@ -87,3 +87,29 @@ def test_a_seam_between_different_renders_is_a_smooth_blend() -> None:
     seam = audio[20 * PER_FRAME:28 * PER_FRAME]
     assert seam[0] < 0.01 and seam[-1] > 0.99 and np.all(np.diff(seam) >= 0)
     assert np.abs(np.diff(audio)).max() < 2.0 / (8 * PER_FRAME) * 1.6  # the steepest step of the raised cosine
+
+
+@pytest.mark.parametrize(("frames", "before", "sizes"), [
+    (475, 0, [20, 80, 375]),
+    (475, 99, [396, 79]),    # after a 6-word sentence: the first window is 4x the audio before it
+    (475, 200, [475]),       # after enough audio: one window, decoded exactly as in one shot
+    (1500, 200, [480, 480, 480, 60]),  # never more than `largest` at once
+    (99, 5, [20, 79]),       # at least `first` frames
+])
+def test_windows_grow_with_the_audio_the_speech_made_before_them(frames: int, before: int, sizes: list[int]) -> None:
+    windows = plan_windows(frames, WindowPlan(), before=before)
+    assert [w.end - w.start for w in windows] == sizes
+    assert windows[0].lo == 0 and windows[-1].hi == frames
+
+
+def test_follow_replans_before_the_first_step_only() -> None:
+    signal = np.arange(475 * PER_FRAME, dtype=np.float32)
+    calls: list[tuple[int, int]] = []
+    decoding = Decoding(frames=475, decode=_frame_exact_decoder(signal, calls), plan=WindowPlan())
+    decoding.follow(200)
+    np.testing.assert_array_equal(decoding.step(), signal)
+    assert calls == [(0, 475)] and decoding.done
+    with pytest.raises(RuntimeError, match="already decoded"):
+        decoding.follow(0)
+    with pytest.raises(ValueError, match="before"):
+        plan_windows(10, WindowPlan(), before=-1)

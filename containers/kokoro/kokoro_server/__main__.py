@@ -60,7 +60,8 @@ def load(settings: Settings):
 
     def factory(scheduler):
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler,
-                            default_voice=settings.default_voice, windowed=settings.decoding == "windowed",
+                            default_voice=settings.default_voice, windowed=settings.decoding != "one_shot",
+                            per_chunk=settings.decoding == "windowed_per_chunk",
                             vocab=model.vocab)
         if settings.warmup:
             began = time.perf_counter()

@@ -50,7 +50,7 @@ DEFAULT_MAX_TURN_CHARS = 100_000
 DEFAULT_MAX_QUEUED_UTTERANCES = 64
 DEFAULT_IDLE_TIMEOUT_S = 300.0  # a session with no message and nothing to speak for this long is closed (4001)
 DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long while audio waits is dropped (4002)
-DECODINGS = ("windowed", "one_shot")
+DECODINGS = ("windowed", "windowed_per_chunk", "one_shot")
 SCHEDULERS = ("deadline", "round_robin")
 # A request in the AWS sample's shape whose request_timestamp is older than this is refused
 # (HTTP 408 / an error holding ``request_stale``): SageMaker gives up on an invocation at 60 s.
@@ -75,7 +75,9 @@ class Settings:
     send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S
     max_request_age_s: float = DEFAULT_MAX_REQUEST_AGE_S
     warmup: bool = True
-    decoding: str = "windowed"  # windowed: first audio after the first window; one_shot: after the whole chunk
+    decoding: str = "windowed"
+    """windowed: windows that grow with the audio before them in the speech (synth.py);
+    windowed_per_chunk: each chunk's windows start small; one_shot: first audio after the whole chunk."""
     scheduler: str = "deadline"  # deadline: earliest listener to run dry first; round_robin: owners in turn
 
     @classmethod

@@ -10,6 +10,12 @@ Each phoneme chunk is decoded in windows (engines/windows.py): the first job run
 front and the first window, each later job one more window, and every window's audio is a chunk
 of the speech as soon as it exists. Windows are separate scheduler jobs, so other sessions' work
 interleaves between them and a cancel drops the windows not yet decoded.
+
+Windows grow with all the audio the speech made before them, across its chunks: a sentence that
+follows enough audio is one window, decoded exactly as in one shot, since its listener has that
+audio to hear meanwhile. Only a speech's start pays for small windows (their context frames are
+decoded twice). The windows depend on the text alone, never on timing, so the same text always
+gives the same audio.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ class TimedSynthesis:
     synthesis_s: float
     decoding: Decoding | None = None  # the chunk's decoder state, while windows remain
     words: tuple[WordTiming, ...] = ()
+    frames: int = 0  # the whole chunk's frames, on its first window (Speech counts them)
 
     @property
     def seconds(self) -> float:
@@ -62,9 +69,12 @@ class Synthesizer:
     def __init__(
         self, *, engine: Engine, voices: dict[str, np.ndarray], scheduler: Scheduler,
         default_voice: str | None = None, windowed: bool = True, plan: WindowPlan | None = None,
-        vocab: Mapping[str, int] | None = None,
+        vocab: Mapping[str, int] | None = None, per_chunk: bool = False,
     ) -> None:
+        """``per_chunk``: every chunk's windows start small, as if nothing came before it
+        (``KOKORO_DECODING=windowed_per_chunk``, for comparison)."""
         self.engine = engine
+        self.per_chunk = per_chunk
         self.plan = (plan or WindowPlan()) if windowed and getattr(engine, "windowed", False) else None
         self.voices = voices
         self.voice_book = VoiceBook(packs=voices)
@@ -87,13 +97,17 @@ class Synthesizer:
 
     def submit(
         self, *, owner: Hashable, phonemes: str, voice: str, speed: float, words: tuple[PlacedWord, ...] = (),
+        frames_before: int = 0,
     ) -> asyncio.Future[TimedSynthesis]:
-        """Queue a chunk's front and first window; ``result.decoding`` decodes the rest (``submit_step``)."""
+        """Queue a chunk's front and first window; ``result.decoding`` decodes the rest (``submit_step``).
+        ``frames_before``: what the same speech made ahead of this chunk (windows grow with it)."""
         style = style_for(self.voice_book.pack(voice), phonemes)
 
         def run() -> TimedSynthesis:
             started = time.perf_counter()
             decoding = self.engine.begin(phonemes, style, speed, plan=self.plan)
+            if frames_before and not self.per_chunk:
+                decoding.follow(frames_before)
             audio = decoding.step()
             spent = time.perf_counter() - started
             timings = word_timings(words, phonemes=phonemes, durations=decoding.durations,
@@ -101,6 +115,7 @@ class Synthesizer:
             return TimedSynthesis(
                 synthesis=Synthesis(audio=audio, durations=decoding.durations),
                 synthesis_s=spent, decoding=None if decoding.done else decoding, words=timings,
+                frames=decoding.frames,
             )
 
         return self.scheduler.submit(owner, run, audio_s=_audio_s)
@@ -166,6 +181,7 @@ class Speech:
         self._jobs: asyncio.Queue[asyncio.Future[TimedSynthesis] | None] = asyncio.Queue(LOOKAHEAD)
         self._chunks: asyncio.Queue[tuple[str, tuple[PlacedWord, ...]] | None] = asyncio.Queue(LOOKAHEAD)
         self._pending: list[asyncio.Future[TimedSynthesis]] = []
+        self._frames_made = 0  # by the chunks decoded so far: later chunks' windows grow from it
         self.all_queued = asyncio.Event()
         self.error: BaseException | None = None
         self._g2p = asyncio.create_task(self._phonemize_all())
@@ -194,6 +210,7 @@ class Speech:
                 phonemes, words = job
                 future: asyncio.Future[TimedSynthesis] | None = self._synth.submit(
                     owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed, words=words,
+                    frames_before=self._frames_made,
                 )
                 last = self._synth.plan is None  # one-shot: the first job is the only one
                 while future is not None:
@@ -219,6 +236,7 @@ class Speech:
             raise
         except Exception:
             return None, True
+        self._frames_made += result.frames  # set on a chunk's first window
         decoding = result.decoding
         if decoding is None:
             return None, True

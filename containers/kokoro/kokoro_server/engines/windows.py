@@ -60,16 +60,23 @@ class Window:
     tail: int
 
 
-def plan_windows(frames: int, plan: WindowPlan | None) -> list[Window]:
-    """The windows covering ``frames`` frames, in order; one window when ``plan`` is None."""
+def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> list[Window]:
+    """The windows covering ``frames`` frames, in order; one window when ``plan`` is None.
+
+    ``before``: frames the same speech made ahead of these (its earlier chunks). Windows grow with
+    all the audio before them, so a chunk that follows enough audio is one window: its listener
+    has that audio to hear while the chunk is decoded, and gets exactly the one-shot render."""
     if frames < 1:
         raise ValueError(f"frames: must be at least 1, got {frames}")
+    if before < 0:
+        raise ValueError(f"before: must be 0 or more frames, got {before}")
     if plan is None:
         return [Window(0, frames, 0, frames, 0)]
     bounds = [0]
     while bounds[-1] < frames:
+        made = before + bounds[-1]
+        size = plan.first if made == 0 else min(plan.largest, max(plan.first, int(round(plan.growth * made))))
         done = bounds[-1]
-        size = plan.first if done == 0 else min(plan.largest, max(plan.first, int(round(plan.growth * done))))
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
             end = frames
@@ -125,8 +132,18 @@ class Decoding:
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
         self._next = 0
         self._joiner: Joiner | None = None
+        self._plan = plan
         self._crossfade = 0 if plan is None else plan.crossfade
         self._lock = threading.Lock()
+
+    def follow(self, frames_before: int) -> None:
+        """This chunk continues a speech that already made ``frames_before`` frames: plan its
+        windows from there (before the first step; windows.plan_windows's ``before``)."""
+        with self._lock:
+            if self._next:
+                raise RuntimeError("follow: a window is already decoded")
+            if self._plan is not None:
+                self.windows = plan_windows(self.frames, self._plan, before=frames_before)
 
     @property
     def done(self) -> bool:
