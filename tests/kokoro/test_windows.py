@@ -47,7 +47,7 @@ def test_no_plan_is_one_window() -> None:
 
 
 @pytest.mark.parametrize("bad", [dict(first=0), dict(context=0), dict(crossfade=30, context=20), dict(growth=0.5),
-                                 dict(first=50, largest=40)])
+                                 dict(first=50, largest=40), dict(continued=10)])
 def test_bad_plans_name_the_field(bad: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(bad)) if "crossfade" not in bad else "crossfade"):
         WindowPlan(**bad)
@@ -91,9 +91,10 @@ def test_a_seam_between_different_renders_is_a_smooth_blend() -> None:
 
 @pytest.mark.parametrize(("frames", "before", "sizes"), [
     (475, 0, [20, 80, 375]),
-    (475, 99, [396, 79]),    # after a 6-word sentence: the first window is 4x the audio before it
-    (475, 200, [475]),       # after enough audio: one window, decoded exactly as in one shot
-    (1500, 200, [480, 480, 480, 60]),  # never more than `largest` at once
+    (99, 40, [99]),          # after 1 s of audio, a 2.5 s sentence is one window: the one-shot render
+    (160, 40, [160]),
+    (475, 99, [160, 315]),   # a chunk's first window stays within `continued`, later ones grow on
+    (1500, 200, [160, 480, 480, 380]),  # never more than `largest` at once
     (99, 5, [20, 79]),       # at least `first` frames
 ])
 def test_windows_grow_with_the_audio_the_speech_made_before_them(frames: int, before: int, sizes: list[int]) -> None:
@@ -103,12 +104,13 @@ def test_windows_grow_with_the_audio_the_speech_made_before_them(frames: int, be
 
 
 def test_follow_replans_before_the_first_step_only() -> None:
-    signal = np.arange(475 * PER_FRAME, dtype=np.float32)
+    signal = np.linspace(-1, 1, 475 * PER_FRAME, dtype=np.float32)
     calls: list[tuple[int, int]] = []
     decoding = Decoding(frames=475, decode=_frame_exact_decoder(signal, calls), plan=WindowPlan())
     decoding.follow(200)
-    np.testing.assert_array_equal(decoding.step(), signal)
-    assert calls == [(0, 475)] and decoding.done
+    parts = [decoding.step() for _ in range(decoding.remaining)]
+    np.testing.assert_allclose(np.concatenate(parts), signal, atol=1e-3)
+    assert calls == [(0, 180), (140, 475)] and decoding.done
     with pytest.raises(RuntimeError, match="already decoded"):
         decoding.follow(0)
     with pytest.raises(ValueError, match="before"):

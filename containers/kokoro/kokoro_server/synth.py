@@ -12,8 +12,8 @@ of the speech as soon as it exists. Windows are separate scheduler jobs, so othe
 interleaves between them and a cancel drops the windows not yet decoded.
 
 Windows grow with all the audio the speech made before them, across its chunks: a sentence that
-follows enough audio is one window, decoded exactly as in one shot, since its listener has that
-audio to hear meanwhile. Only a speech's start pays for small windows (their context frames are
+follows enough audio is one window (up to WindowPlan.continued frames), decoded exactly as in one
+shot, since its listener has that audio to hear meanwhile. Only a speech's start pays for small windows (their context frames are
 decoded twice). The windows depend on the text alone, never on timing, so the same text always
 gives the same audio.
 """

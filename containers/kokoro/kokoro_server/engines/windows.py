@@ -35,6 +35,12 @@ class WindowPlan:
     largest: int = 480
     context: int = 20
     crossfade: int = 8
+    continued: int = 160
+    """At most this many frames (and at most ``largest``) in the first window of a chunk that
+    follows earlier audio of its speech: a sentence of up to 4 s after the first is one window (exactly the one-shot render),
+    and no such window holds the engine long enough to starve other sessions (on a 2-core CPU,
+    4 sessions arriving at random stalled about 6.4 s per audio minute with 480 here, 1.2 s with
+    160, round-robin 2.5 s: medians of bench/design.py arrival runs)."""
 
     def __post_init__(self) -> None:
         for name in ("first", "largest", "context"):
@@ -46,6 +52,8 @@ class WindowPlan:
             raise ValueError(f"growth: must be at least 1, got {self.growth}")
         if self.largest < self.first:
             raise ValueError(f"largest: must be at least first ({self.first}), got {self.largest}")
+        if self.continued < self.first:
+            raise ValueError(f"continued: must be at least first ({self.first}), got {self.continued}")
 
 
 @dataclass(frozen=True)
@@ -75,7 +83,8 @@ def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> li
     bounds = [0]
     while bounds[-1] < frames:
         made = before + bounds[-1]
-        size = plan.first if made == 0 else min(plan.largest, max(plan.first, int(round(plan.growth * made))))
+        cap = min(plan.continued, plan.largest) if bounds[-1] == 0 else plan.largest
+        size = plan.first if made == 0 else min(cap, max(plan.first, int(round(plan.growth * made))))
         done = bounds[-1]
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
