@@ -115,3 +115,19 @@ def test_follow_replans_before_the_first_step_only() -> None:
         decoding.follow(0)
     with pytest.raises(ValueError, match="before"):
         plan_windows(10, WindowPlan(), before=-1)
+
+
+def test_the_default_plan_is_the_one_the_window_bench_measured_first() -> None:
+    """README and docs quote bench/results/windowing.json's first plan as the default's quality."""
+    import json
+    from pathlib import Path
+
+    from bench.windowing import PLANS
+
+    default = WindowPlan()
+    fields = (default.first, default.growth, default.largest, default.context, default.crossfade)
+    assert PLANS[0] == fields
+    recorded = json.loads((Path(__file__).resolve().parents[2] / "bench/results/windowing.json").read_text())
+    assert tuple(recorded["default"][k] for k in ("first", "growth", "largest", "context", "crossfade")) == fields
+    assert all((p["first"], p["growth"], p["largest"], p["context"], p["crossfade"]) == fields
+               for p in (e["plans"][0] for e in recorded["sentences"].values()))
