@@ -208,3 +208,28 @@ def test_a_job_is_never_due_later_than_its_slack_so_no_session_starves() -> None
 def test_round_robin_and_deadline_are_the_only_policies() -> None:
     with pytest.raises(ValueError, match="policy"):
         Scheduler(policy="lottery")
+
+
+def test_an_idle_queue_hands_freed_memory_back_once_per_burst() -> None:
+    async def scenario() -> list[int]:
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        seen = [scheduler.trims]  # nothing ran yet: nothing to give back
+        await asyncio.gather(*(scheduler.submit("s", lambda: bytearray(1 << 20)) for _ in range(3)))
+        for _ in range(100):  # bounded: the worker trims once the queue is dry
+            if scheduler.trims:
+                break
+            await asyncio.sleep(0.01)
+        seen.append(scheduler.trims)
+        await asyncio.sleep(0.1)
+        seen.append(scheduler.trims)  # idle without new work: no second trim
+        await scheduler.submit("s", lambda: None)
+        for _ in range(100):
+            if scheduler.trims == 2:
+                break
+            await asyncio.sleep(0.01)
+        seen.append(scheduler.trims)
+        await scheduler.stop()
+        return seen
+
+    assert asyncio.run(scenario()) == [0, 1, 1, 2]

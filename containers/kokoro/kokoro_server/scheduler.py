@@ -17,6 +17,9 @@ cannot be interrupted) and its result is discarded, so a client that left costs 
 ``orphaned`` counts those jobs (finished for an owner that had already gone), so the claim is
 measured, not assumed.
 
+When the queue runs dry after work, a worker hands the memory the jobs freed back to the system
+(memory.py) before it waits, so an idle server's resident size does not keep its last burst's peak.
+
 Ownership: the engine is used by the worker thread only (``warm_up`` runs before the first job),
 and ``stop`` waits for the job in flight, so the engine is never freed under a running job.
 """
@@ -31,6 +34,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable
+
+from .memory import release_free_memory
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +83,8 @@ class Scheduler:
         self.running = 0
         self.completed = 0
         self.orphaned = 0  # jobs that finished after their owner left (forget_owner)
+        self.trims = 0  # times the idle queue handed freed memory back (release_free_memory)
+        self._completed_at_trim = 0
         self._in_flight: collections.Counter[Hashable] = collections.Counter()
         self._gone: set[Hashable] = set()
 
@@ -199,6 +206,11 @@ class Scheduler:
             job = self._next_job()
             if job is None:
                 self._wakeup.clear()
+                if self.running == 0 and self.completed > self._completed_at_trim:
+                    self._completed_at_trim = self.completed
+                    self.trims += 1
+                    await loop.run_in_executor(self._executor, release_free_memory)
+                    continue  # a job may have arrived meanwhile
                 await self._wakeup.wait()
                 continue
             self.running += 1
