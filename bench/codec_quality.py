@@ -16,6 +16,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from .audio_metrics import pesq_wideband
 from .measure import RUN_TIMEOUT_S, BenchError, Target
 
 PESQ_RATE = 16_000
@@ -63,13 +64,9 @@ def align(reference: np.ndarray, degraded: np.ndarray) -> tuple[np.ndarray, np.n
 
 
 def pesq_wb(reference: np.ndarray, degraded: np.ndarray) -> float | None:
-    from pesq import pesq
-
+    """PESQ wideband after undoing the codec's delay (audio_metrics.pesq_wideband scores it)."""
     ref, deg = align(reference, degraded)
-    try:
-        return round(float(pesq(PESQ_RATE, ref, deg, "wb")), 3)
-    except Exception:  # noqa: BLE001 - pesq refuses silence/noise ("no utterances detected")
-        return None
+    return pesq_wideband(ref, deg, sr=PESQ_RATE)
 
 
 async def measure(client: httpx.AsyncClient, target: Target, text: str) -> dict[str, Any]:
