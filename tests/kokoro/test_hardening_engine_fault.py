@@ -110,7 +110,7 @@ def test_an_engine_fault_mid_utterance_is_an_error_frame_and_the_next_turn_works
     assert [e["type"] for e in second if e["type"] != "audio"] == ["utterance_start", "utterance_end", "turn_end"]
     status = faulty.wait_idle()
     assert (status["queued"], status["running"]) == (0, 0)
-    # the failed utterance's producer and jobs did not outlive it
+    # the failed utterance's G2P task and jobs did not outlive it
     for _ in range(50):
         if faulty.ping()["tasks"] <= before:
             break
@@ -120,7 +120,7 @@ def test_an_engine_fault_mid_utterance_is_an_error_frame_and_the_next_turn_works
 
 def test_a_failed_long_utterance_leaves_no_task_or_job_behind_while_the_session_lives(faulty: Running) -> None:
     """The fault hits the first of many sentences: the rest of the utterance is dropped at once,
-    not synthesized for nobody, and its producer task does not wait forever on a full queue."""
+    not synthesized for nobody, and its G2P task does not wait forever on a full queue."""
     rest = " ".join(f"Good day to you number {n}." for n in range(8))
 
     async def scenario() -> tuple[int, int, dict]:

@@ -233,3 +233,72 @@ def test_an_idle_queue_hands_freed_memory_back_once_per_burst() -> None:
         return seen
 
     assert asyncio.run(scenario()) == [0, 1, 1, 2]
+
+
+@pytest.mark.parametrize("hook,expected", [
+    ("then", ["p0", "p1", "a1"]),  # queued in the hook: the very next pick sees it and it is due first
+    ("done_callback", ["p0", "a1", "p1"]),  # queued from the future's callback: the pick went to "ahead"
+])
+def test_a_follow_up_queued_in_then_competes_for_the_next_pick(hook, expected) -> None:
+    """A session's next window is queued only when its window before is done (the decoder state is
+    sequential). Queued from ``then`` it takes part in the next pick; queued any later, a job of a
+    session that is seconds ahead starts first and the listener near silence waits for all of it."""
+
+    async def scenario() -> list[str]:
+        clock = _Clock()
+        scheduler = Scheduler(workers=1, clock=clock)
+        await scheduler.start()
+        ran: list[str] = []
+        await scheduler.submit("ahead", lambda: ran.append("a0") or 10.0, audio_s=float)
+        followed: list[asyncio.Future[float]] = []
+
+        def follow(_: float) -> None:
+            followed.append(scheduler.submit("playing", lambda: ran.append("p1") or 2.0, audio_s=float))
+
+        gate = threading.Event()
+        blocker = scheduler.submit("warm", gate.wait)
+        first = scheduler.submit("playing", lambda: ran.append("p0") or 0.5, audio_s=float,
+                                 then=follow if hook == "then" else None)
+        if hook == "done_callback":
+            first.add_done_callback(lambda f: follow(f.result()))
+        ahead = scheduler.submit("ahead", lambda: ran.append("a1") or 10.0, audio_s=float)
+        gate.set()
+        await asyncio.gather(blocker, first, ahead)
+        await asyncio.gather(*followed)
+        await scheduler.stop()
+        return ran
+
+    assert asyncio.run(scenario())[1:] == expected
+
+
+@pytest.mark.parametrize("policy", ["deadline", "round_robin"])
+def test_with_two_workers_one_owners_jobs_still_run_one_at_a_time(policy) -> None:
+    """Each owner's jobs share a decoder state, so they never overlap, while other owners use the
+    second worker."""
+
+    async def scenario() -> tuple[dict[str, int], list[str]]:
+        scheduler = Scheduler(workers=2, policy=policy)
+        await scheduler.start()
+        lock = threading.Lock()
+        running: dict[str, int] = {}
+        most: dict[str, int] = {}
+        order: list[str] = []
+
+        def job(owner: str, name: str) -> None:
+            with lock:
+                running[owner] = running.get(owner, 0) + 1
+                most[owner] = max(most.get(owner, 0), running[owner])
+                order.append(name)
+            threading.Event().wait(0.02)
+            with lock:
+                running[owner] -= 1
+
+        futures = [scheduler.submit(owner, lambda o=owner, i=i: job(o, f"{o}{i}"))
+                   for i in range(4) for owner in ("a", "b")]
+        await asyncio.gather(*futures)
+        await scheduler.stop()
+        return most, order
+
+    most, order = asyncio.run(scenario())
+    assert most == {"a": 1, "b": 1}
+    assert [n for n in order if n[0] == "a"] == ["a0", "a1", "a2", "a3"]

@@ -186,11 +186,12 @@ def test_torch_engine_decodes_in_windows_too(tiny_model: Path) -> None:
 class _CountingEngine:
     """The real engine, counting the windows it decodes (to see what a cancel stopped)."""
 
-    def __init__(self, engine) -> None:
+    def __init__(self, engine, log: list[str] | None = None) -> None:
         self._engine = engine
         self.name, self.device, self.windowed = engine.name, engine.device, engine.windowed
         self.decoded = 0
         self.windows = 0
+        self.log = log if log is not None else []  # "window" per decoded window, in model order
 
     def begin(self, phonemes, style, speed, *, plan):
         decoding = self._engine.begin(phonemes, style, speed, plan=plan)
@@ -199,6 +200,7 @@ class _CountingEngine:
 
         def decode(lo: int, hi: int) -> np.ndarray:
             self.decoded += 1
+            self.log.append("window")
             return inner(lo, hi)
 
         decoding.decode = decode
@@ -206,6 +208,36 @@ class _CountingEngine:
 
     def synthesize(self, phonemes, style, speed):
         return self._engine.synthesize(phonemes, style, speed)
+
+
+def test_a_listener_near_silence_gets_its_next_window_before_a_session_seconds_ahead() -> None:
+    """Each window is queued as the one before it finishes, in time for the model's next pick, so a
+    session with a minute of audio buffered (and always a job queued) never starts a job between
+    the windows of a sentence whose listener has 0.5-2.5 s to play."""
+    order: list[str] = []
+    counted = _CountingEngine(ra.engine(), order)
+
+    async def scenario() -> int:
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        synth = Synthesizer(engine=counted, voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
+        await scheduler.submit("ahead", lambda: 60.0, audio_s=float)  # a minute of audio to play
+        speaking = True
+
+        def busy(_: float = 0.0) -> None:  # "ahead" keeps one job queued while the sentence is spoken
+            if speaking:
+                scheduler.submit("ahead", lambda: order.append("ahead") or 0.5, audio_s=float, then=busy)
+
+        busy()
+        windows = [c async for c in synth.speech(owner="listener", pieces=[LONG], voice=VOICE, speed=1.0)]
+        speaking = False
+        await scheduler.stop()
+        synth.close()
+        return len(windows)
+
+    windows = asyncio.run(scenario())
+    first, last = order.index("window"), len(order) - 1 - order[::-1].index("window")
+    assert windows >= 3 and order[first:last + 1] == ["window"] * windows, order
 
 
 # The issue's target is 1.0 (windowed no further from one-shot than the model's own variations).

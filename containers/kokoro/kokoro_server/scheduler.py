@@ -2,7 +2,9 @@
 
 The model runs one job at a time (a window of frames, or a whole chunk when decoding in one shot)
 off the event loop in a worker thread. Jobs are queued per owner (a WebSocket session or an HTTP
-request), FIFO within an owner. Which owner goes next:
+request), FIFO within an owner, one at a time (its windows share a decoder state). A job's
+``then`` hook runs as soon as it finished, before the next pick: an owner queues its next window
+there, so that pick weighs it. Which owner goes next:
 
 * ``deadline`` (the default): the owner whose listener runs out of audio first. Each finished job
   adds its audio to the owner's account: the listener runs out at ``max(now, runs_out) + audio``.
@@ -51,6 +53,7 @@ class _Job:
     submitted: float
     seq: int
     audio_s: Callable[[Any], float] | None
+    then: Callable[[Any], None] | None
 
 
 @dataclass(eq=False)
@@ -112,9 +115,13 @@ class Scheduler:
 
     def submit(
         self, owner: Hashable, fn: Callable[[], Any], *, audio_s: Callable[[Any], float] | None = None,
+        then: Callable[[Any], None] | None = None,
     ) -> asyncio.Future[Any]:
         """Queue ``fn`` for ``owner``; the future resolves with its result once the model ran it.
-        ``audio_s(result)`` says how many seconds of audio the job made for the owner's listener."""
+        ``audio_s(result)`` says how many seconds of audio the job made for the owner's listener.
+        ``then(result)`` runs on the loop as soon as the job succeeded, before the next job is
+        picked: an owner queues its follow-up there, so that pick sees it (a callback on the future
+        runs only after the pick, which would then always go to another owner)."""
         if self._wakeup is None:
             raise RuntimeError("scheduler not started")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -123,7 +130,7 @@ class Scheduler:
             state = self._owners[owner] = _Owner()
         if owner not in self._turns:
             self._turns.append(owner)
-        state.jobs.append(_Job(owner, fn, future, self._clock(), next(self._seq), audio_s))
+        state.jobs.append(_Job(owner, fn, future, self._clock(), next(self._seq), audio_s, then))
         self._wakeup.set()
         return future
 
@@ -168,14 +175,18 @@ class Scheduler:
         now = self._clock()
         for owner in [o for o, s in self._owners.items() if not s.jobs and (s.runs_out or 0) <= now]:
             del self._owners[owner]  # nothing queued, nothing left playing: forget it
-        ready = [o for o, s in self._owners.items() if s.jobs]
-        if not ready:
+        waiting = [o for o, s in self._owners.items() if s.jobs]
+        if not waiting:
             self._turns.clear()
             return None
+        # FIFO within an owner: its next job waits while one of its jobs is on the model
+        ready = [o for o in waiting if not self._in_flight[o]]
+        if not ready:
+            return None
         if self.policy == "round_robin":
-            while self._turns[0] not in ready:
-                self._turns.popleft()
-            owner = self._turns.popleft()
+            owner = next((o for o in self._turns if o in ready), ready[0])
+            if owner in self._turns:
+                self._turns.remove(owner)
         else:
             owner = min(ready, key=lambda o: (self._deadline(self._owners[o], self._owners[o].jobs[0]),
                                               self._owners[o].jobs[0].seq))
@@ -227,10 +238,20 @@ class Scheduler:
                 if not job.future.done():
                     self._account(job, result)
                     job.future.set_result(result)
+                    self._then(job, result)
             finally:
                 self.running -= 1
                 self.completed += 1
                 self._finished(job.owner)
+
+    @staticmethod
+    def _then(job: _Job, result: Any) -> None:
+        if job.then is None:
+            return
+        try:
+            job.then(result)
+        except Exception:  # the owner's hook failing must not stop the worker
+            log.exception("then failed")
 
     def _finished(self, owner: Hashable) -> None:
         self._in_flight[owner] -= 1

@@ -70,7 +70,7 @@ class Speaker:
             return  # this utterance was cancelled; the reader already said so
         except Exception as exc:
             encoder.close()
-            utt.speech.cancel()  # its producer and queued model jobs stop with it
+            utt.speech.cancel()  # its G2P task and queued model jobs stop with it
             log.exception("utterance %s failed", utt.id)
             self._turns.failed(utt)
             await outbox.emit(utt.gen, ErrorEvent(

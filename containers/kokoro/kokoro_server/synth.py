@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Hashable
@@ -97,10 +97,11 @@ class Synthesizer:
 
     def submit(
         self, *, owner: Hashable, phonemes: str, voice: str, speed: float, words: tuple[PlacedWord, ...] = (),
-        frames_before: int = 0,
+        frames_before: int = 0, then: Callable[[TimedSynthesis], None] | None = None,
     ) -> asyncio.Future[TimedSynthesis]:
         """Queue a chunk's front and first window; ``result.decoding`` decodes the rest (``submit_step``).
-        ``frames_before``: what the same speech made ahead of this chunk (windows grow with it)."""
+        ``frames_before``: what the same speech made ahead of this chunk (windows grow with it).
+        ``then``: the scheduler's completion hook (Scheduler.submit)."""
         style = style_for(self.voice_book.pack(voice), phonemes)
 
         def run() -> TimedSynthesis:
@@ -118,9 +119,11 @@ class Synthesizer:
                 frames=decoding.frames,
             )
 
-        return self.scheduler.submit(owner, run, audio_s=_audio_s)
+        return self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
 
-    def submit_step(self, *, owner: Hashable, decoding: Decoding) -> asyncio.Future[TimedSynthesis]:
+    def submit_step(
+        self, *, owner: Hashable, decoding: Decoding, then: Callable[[TimedSynthesis], None] | None = None,
+    ) -> asyncio.Future[TimedSynthesis]:
         """Queue the next window of a chunk whose first window is done."""
 
         def run() -> TimedSynthesis:
@@ -129,13 +132,13 @@ class Synthesizer:
             return TimedSynthesis(synthesis=Synthesis(audio=audio), synthesis_s=time.perf_counter() - started,
                                   decoding=None if decoding.done else decoding)
 
-        return self.scheduler.submit(owner, run, audio_s=_audio_s)
+        return self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
 
     def speech(
         self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None,
         text: str | None = None,
     ) -> "Speech":
-        """Speak ``pieces`` (sentences already cut; an iterator is read as the producer needs it).
+        """Speak ``pieces`` (sentences already cut; an iterator is read as G2P reaches it).
         ``text``: what the pieces were cut from, for word offsets (None: the pieces, joined by spaces)."""
         return Speech(self, owner=owner, pieces=pieces, voice=voice, speed=speed, after=after, text=text)
 
@@ -160,11 +163,14 @@ class Speech:
     drops the rest.
 
     A G2P task phonemizes the pieces ahead (one model job per sentence in a piece; G2P splits only
-    what exceeds the model's 510 phonemes); a producer task queues
-    model jobs, at most LOOKAHEAD windows ahead of the reader. A chunk's first job tells how many
-    windows follow; each next window is queued when the one before it is done (the decoder state
-    is sequential). With ``after`` the producer waits until the previous speech has queued all its
-    jobs, so one owner's jobs reach the model in the order they were spoken.
+    what exceeds the model's 510 phonemes). Model jobs are queued one at a time, in order: a chunk's
+    first window, its next windows (the decoder state is sequential), then the next chunk's. Each
+    job is queued from the one before it's completion hook (``then``), before the model picks its
+    next job, so a session whose listener is about to run dry competes for that pick; queued from a
+    task instead, its next window would always lose the pick to another session's job (a 2.7 s
+    window on a 2-core CPU). At most LOOKAHEAD windows are queued or finished ahead of the reader.
+    With ``after`` nothing is queued until the previous speech has queued all its jobs, so one
+    owner's jobs reach the model in the order they were spoken.
     """
 
     def __init__(
@@ -177,15 +183,20 @@ class Speech:
         self._text = text
         self._voice = voice
         self._speed = speed
-        self._after = after
-        self._jobs: asyncio.Queue[asyncio.Future[TimedSynthesis] | None] = asyncio.Queue(LOOKAHEAD)
         self._chunks: asyncio.Queue[tuple[str, tuple[PlacedWord, ...]] | None] = asyncio.Queue(LOOKAHEAD)
-        self._pending: list[asyncio.Future[TimedSynthesis]] = []
+        self._jobs: asyncio.Queue[asyncio.Future[TimedSynthesis] | None] = asyncio.Queue()  # for the reader
+        self._pending: list[asyncio.Future[TimedSynthesis]] = []  # queued, not read yet
+        self._decoding: Decoding | None = None  # the chunk being decoded, while it has windows left
+        self._busy = False  # one of our jobs is queued or on the model
+        self._closed = False
         self._frames_made = 0  # by the chunks decoded so far: later chunks' windows grow from it
+        self._followers: list[Callable[[], None]] = []  # speeches waiting for all_queued
         self.all_queued = asyncio.Event()
+        self._ready = after is None or after.all_queued.is_set()
+        if not self._ready and after is not None:
+            after._followers.append(self._after_queued)
         self.error: BaseException | None = None
         self._g2p = asyncio.create_task(self._phonemize_all())
-        self._producer = asyncio.create_task(self._produce())
 
     async def _phonemize_all(self) -> None:
         try:
@@ -195,53 +206,66 @@ class Speech:
                 for chunk in await self._synth.phonemize(piece, voice=self._voice):
                     for job in chunk_jobs(chunk):
                         await self._chunks.put((job.phonemes, aligner.place(job.words)))
+                        self._advance()
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # G2P failed: the reader raises it after what was queued
             self.error = exc
         await self._chunks.put(None)
+        self._advance()
 
-    async def _produce(self) -> None:
-        try:
-            if self._after is not None:
-                await self._after.all_queued.wait()
-                self._after = None  # no chain of every earlier speech kept alive by the latest one
-            while (job := await self._chunks.get()) is not None:
-                phonemes, words = job
-                future: asyncio.Future[TimedSynthesis] | None = self._synth.submit(
-                    owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed, words=words,
-                    frames_before=self._frames_made,
-                )
-                last = self._synth.plan is None  # one-shot: the first job is the only one
-                while future is not None:
-                    self._pending.append(future)
-                    await self._jobs.put(future)
-                    if last:
-                        break
-                    future, last = await self._next_window(future)
-        finally:
-            self.all_queued.set()
-        await self._jobs.put(None)
+    def _after_queued(self) -> None:
+        self._ready = True
+        self._advance()
 
-    async def _next_window(
-        self, future: asyncio.Future[TimedSynthesis]
-    ) -> tuple[asyncio.Future[TimedSynthesis] | None, bool]:
-        """The job for the window after ``future``'s (None after the chunk's last, or after a failure,
-        which the reader raises), and whether that job is the chunk's last."""
-        try:
-            result = await asyncio.shield(future)
-        except asyncio.CancelledError:
-            if future.cancelled() and not self._producer.cancelling():
-                return None, True  # that job was dropped (cancel): so are the windows after it
-            raise
-        except Exception:
-            return None, True
+    def _advance(self) -> None:
+        """Queue the next job, unless one is queued or running, the reader is LOOKAHEAD behind, or
+        G2P has not reached the next chunk (each of those calls this again when it changes)."""
+        if self._closed or self._busy or not self._ready or self.all_queued.is_set() or len(self._pending) >= LOOKAHEAD:
+            return
+        if self._decoding is not None:
+            decoding, self._decoding = self._decoding, None
+            future = self._synth.submit_step(owner=self._owner, decoding=decoding, then=self._finished)
+        else:
+            try:
+                chunk = self._chunks.get_nowait()
+            except asyncio.QueueEmpty:
+                return
+            if chunk is None:
+                self._all_queued()
+                return
+            phonemes, words = chunk
+            future = self._synth.submit(
+                owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed, words=words,
+                frames_before=self._frames_made, then=self._finished,
+            )
+        self._busy = True
+        future.add_done_callback(self._settled)
+        self._pending.append(future)
+        self._jobs.put_nowait(future)
+
+    def _finished(self, result: TimedSynthesis) -> None:
+        """The scheduler's hook: a job of ours succeeded; queue the next before the model picks."""
+        self._busy = False
         self._frames_made += result.frames  # set on a chunk's first window
-        decoding = result.decoding
-        if decoding is None:
-            return None, True
-        last = decoding.remaining == 1
-        return self._synth.submit_step(owner=self._owner, decoding=decoding), last
+        self._decoding = result.decoding
+        self._advance()
+
+    def _settled(self, future: asyncio.Future[TimedSynthesis]) -> None:
+        if future.cancelled() or future.exception() is not None:  # the reader raises it; the chunk's
+            self._busy = False  # remaining windows are dropped, the next chunk goes on
+            self._decoding = None
+            self._advance()
+
+    def _all_queued(self) -> None:
+        self.all_queued.set()
+        self._jobs.put_nowait(None)
+        self._release_followers()
+
+    def _release_followers(self) -> None:
+        followers, self._followers = self._followers, []
+        for follower in followers:
+            follower()
 
     async def __aiter__(self) -> AsyncIterator[TimedSynthesis]:
         """Windows in order; their word times count from the start of this speech's audio."""
@@ -260,12 +284,14 @@ class Speech:
             finally:
                 if future in self._pending:
                     self._pending.remove(future)
+                    self._advance()
 
     def cancel(self) -> None:
+        self._closed = True
         self._g2p.cancel()
-        self._producer.cancel()
-        self._after = None
+        self._decoding = None
         self.all_queued.set()
+        self._release_followers()
         for future in self._pending:
             future.cancel()
         self._pending.clear()
