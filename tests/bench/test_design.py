@@ -29,8 +29,8 @@ def test_p95_is_an_observed_value() -> None:
 
 
 def _design(deadline: list[float], round_robin: list[float], ratio: float | None) -> dict:
-    rows = lambda stalls: [{"sessions": n, "ttfa_p95_ms": 100.0, "stall_ms_per_audio_min": s}  # noqa: E731
-                           for n, s in zip((2, 4, 8), stalls)]
+    rows = lambda stalls: [{"sessions": n, "ttfa_p95_ms": 100.0, "stall_ms_per_audio_min": s,  # noqa: E731
+                            "stall_by_pattern": [s - 1.0, s + 1.0]} for n, s in zip((2, 4, 8), stalls)]
     return {"factorial_ttfa_ms": {"windowed": {"sentence/stream": 1.0, "sentence/bidi": 2.0,
                                                "fragment/stream": 3.0, "fragment/bidi": 4.0}},
             "sentence_ttfa": {"windowed": {"short_ms": 300.0, "long_ms": 400.0, "ratio": ratio}},
@@ -58,6 +58,6 @@ def test_targets_judge_stall_against_round_robin_in_the_same_run() -> None:
 def test_markdown_shows_every_measured_cell() -> None:
     text = design.markdown(_design([0.0, 10.0, 40.0], [5.0, 30.0, 60.0], 1.2))
     for cell in ("| windowed | sentence | 1.0 | 2.0 |", "| windowed | fragment | 3.0 | 4.0 |",
-                 "| windowed | 300.0 | 400.0 | 1.2 |", "| round_robin | 8 | 100.0 | 60.0 |",
+                 "| windowed | 300.0 | 400.0 | 1.2 |", "| round_robin | 8 | 100.0 | 60.0 | 59.0, 61.0 |",
                  "ours (windowed) 3.0 s, ours (one-shot) 2.8 s, kpipeline 3.3 s"):
         assert cell in text
