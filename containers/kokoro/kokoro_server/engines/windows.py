@@ -28,7 +28,9 @@ class WindowPlan:
     ``largest``; a remainder shorter than ``first`` joins the last window. Fewer, larger windows
     differ less from one shot (the decoder normalises over each window's whole length): growth 4
     gave the 37-word sentence the lowest distance from one shot of the plans tried, with no stall on
-    a 2-core CPU, and the 6-word one a fourth of growth 2's (bench/results/windowing.json)."""
+    a 2-core CPU, and the 6-word one a fourth of growth 2's (bench/results/windowing.json). That
+    no-stall is decoding alone: in the server on the same CPU the second window (80 frames and 40 of
+    context) took 0.47-0.57 s against the first one's 0.5 s of audio (docs/benchmarks.md)."""
 
     first: int = 20
     growth: float = 4.0
@@ -40,7 +42,8 @@ class WindowPlan:
     follows earlier audio of its speech: a sentence of up to 4 s after the first is one window (exactly the one-shot render),
     and no such window holds the engine long enough to starve other sessions (on a 2-core CPU,
     4 sessions arriving at random stalled about 6.4 s per audio minute with 480 here, 1.2 s with
-    160, round-robin 2.5 s: medians of bench/design.py arrival runs)."""
+    160, round-robin 2.5 s: medians of bench/design.py arrival runs, made before a speech queued its
+    next window from the scheduler's completion hook, and not repeated since)."""
 
     def __post_init__(self) -> None:
         for name in ("first", "largest", "context"):
