@@ -11,6 +11,8 @@ recognizer (pocketsphinx's US English model; Kokoro's Japanese voices reading En
 even in one shot, so compare plans with one-shot, not with zero), time to the first window, and
 the stall a real-time listener would hear (playback starting with the first window). Times are
 wall-clock on this machine under whatever load it has: the JSON records the load average.
+``paced``: the default plan as the server sizes it here (WindowPlan.pace, this machine's decoder
+pace measured as the server measures it at warm-up, ``pace`` in the JSON).
 
 Attribution (not with --quick): the same comparisons with the decoder's activations in float
 (bench/float_decoder.py), which separates the export's dynamic int8 quantization (every render
@@ -151,6 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"load_average_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
                     "engine": engine.name, "voice": VOICE, "sentences": {}}
     plans = QUICK_PLANS if args.quick else PLANS
+    from kokoro_server.synth import WARM_UP_TEXT, decoder_pace
+
+    warm = phonemizer.phonemize(WARM_UP_TEXT, voice=VOICE)[0]
+    engine.synthesize(warm, style_for(pack, warm), 1.0)
+    pace = decoder_pace(engine, warm, style_for(pack, warm))  # as the server measures it at warm-up
+    result["pace"] = round(pace, 4)
     for label, text in SENTENCES.items():
         phonemes = phonemizer.phonemize(text, voice=VOICE)[0]
         style = style_for(pack, phonemes)
@@ -179,6 +187,9 @@ def main(argv: list[str] | None = None) -> int:
             row.update(measure_plan(engine, phonemes, style, reference, plan, text))
             rows.append(row)
             print(label, row, flush=True)
+        paced = WindowPlan(pace=pace)  # the default as the server sizes it on this machine
+        entry["paced"] = {"pace": round(pace, 4), **measure_plan(engine, phonemes, style, reference, paced, text)}
+        print(label, "paced", entry["paced"], flush=True)
         default = rows[0]
         entry["default_over_style_row"] = round(default["log_mel_db"] / entry["variation_style_row_db"], 2)
         result["sentences"][label] = entry

@@ -107,16 +107,21 @@ def speak(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
 
 # ---- measurements -------------------------------------------------------------------------------
 
+SERVED_PACE = 0.15
+"""The decoder pace test servers are started with (KOKORO_DECODER_PACE), so their windows are
+known here: a measured pace depends on the machine's load (WindowPlan.pace)."""
+
+
 @functools.lru_cache(maxsize=16)
 def speak_as_served(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
-    """What the server sends for ``text``: each chunk decoded in the default windows, joined."""
+    """What a server at SERVED_PACE sends for ``text``: each chunk decoded in its windows, joined."""
     from kokoro_server.engines import WindowPlan
     from kokoro_server.g2p import sentence_jobs
     from kokoro_server.model_dir import style_for
 
     pack = model().voices[voice]
     jobs = [job for chunk in phonemizer().phonemize(text, voice=voice) for job in sentence_jobs(chunk)]
-    out = np.concatenate([engine().begin(p, style_for(pack, p), speed, plan=WindowPlan()).rest() for p in jobs])
+    out = np.concatenate([engine().begin(p, style_for(pack, p), speed, plan=WindowPlan(pace=SERVED_PACE)).rest() for p in jobs])
     out.setflags(write=False)
     return out
 

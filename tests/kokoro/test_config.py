@@ -19,6 +19,8 @@ def test_defaults_and_overrides(tmp_path) -> None:
     assert settings.max_request_age_s == 56.0  # the AWS sample's bound, just under SageMaker's 60 s
     aged = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_MAX_REQUEST_AGE_S": "10.5"})
     assert aged.max_request_age_s == 10.5
+    assert settings.decoder_pace is None  # measured at warm-up
+    assert Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_DECODER_PACE": "0"}).decoder_pace == 0.0
 
 
 @pytest.mark.parametrize(("env", "variable"), [
@@ -29,6 +31,8 @@ def test_defaults_and_overrides(tmp_path) -> None:
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_DECODING": "streaming"}, "KOKORO_DECODING"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_SCHEDULER": "fifo"}, "KOKORO_SCHEDULER"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_MAX_REQUEST_AGE_S": "-1"}, "KOKORO_MAX_REQUEST_AGE_S"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_DECODER_PACE": "-0.1"}, "KOKORO_DECODER_PACE"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_DECODER_PACE": "fast"}, "KOKORO_DECODER_PACE"),
 ])
 def test_bad_settings_name_the_variable(env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError) as error:

@@ -30,3 +30,27 @@ def test_onnx_engine_over_a_torch_directory_serves_the_packaged_export_with_the_
 def test_other_engines_serve_the_directory_as_it_is(tiny_model: Path, engine: str | None) -> None:
     env = {"KOKORO_MODEL_DIR": str(tiny_model), **({"KOKORO_ENGINE": engine} if engine else {})}
     assert onnx_over_torch_dir(Settings.from_env(env)) == tiny_model
+
+
+@pytest.mark.parametrize(("env", "pace"), [({}, None), ({"KOKORO_DECODER_PACE": "0.2"}, 0.2),
+                                           ({"KOKORO_DECODER_PACE": "0"}, 0.0),
+                                           ({"KOKORO_WARMUP": "0"}, 0.0),  # nothing measured: growth alone
+                                           ({"KOKORO_DECODING": "one_shot"}, "no plan")])
+def test_windows_keep_up_with_the_decoder_pace_measured_at_warm_up_or_set(env: dict[str, str], pace) -> None:
+    """On the real int8 weights: unset, the pace is this machine's, measured before serving."""
+    import real_audio as ra
+
+    from kokoro_server.__main__ import load
+    from kokoro_server.scheduler import Scheduler
+
+    ra.require_weights()
+    synth = load(Settings.from_env({"KOKORO_MODEL_DIR": str(ra.packaged_dir()), **env}))(Scheduler())
+    try:
+        if pace == "no plan":
+            assert synth.plan is None
+        elif pace is None:  # measured: a CPU decoder is slower than a GPU's, faster than real time
+            assert synth.plan is not None and 0.01 < synth.plan.pace < 1.0
+        else:
+            assert synth.plan is not None and synth.plan.pace == pace
+    finally:
+        synth.close()

@@ -176,7 +176,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
     model_dir = ra.packaged_dir()
     server = start_server(model_dir, tmp_path_factory.mktemp("real-server") / "server.log",
-                          env={"KOKORO_DEFAULT_VOICE": VOICE})
+                          env={"KOKORO_DEFAULT_VOICE": VOICE, "KOKORO_DECODER_PACE": str(ra.SERVED_PACE)})
     try:
         yield server
     finally:

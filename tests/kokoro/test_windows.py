@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kokoro_server.engines.windows import Decoding, WindowPlan, plan_windows
+from kokoro_server.engines.windows import HEADROOM, Decoding, WindowPlan, plan_windows
 
 pytestmark = pytest.mark.kokoro
 
@@ -18,7 +18,8 @@ PER_FRAME = 600
 
 
 @pytest.mark.parametrize("frames", [1, 19, 20, 39, 40, 61, 475, 510 * 50])
-@pytest.mark.parametrize("plan", [WindowPlan(), WindowPlan(first=10, growth=1.5, largest=40, context=5, crossfade=5)])
+@pytest.mark.parametrize("plan", [WindowPlan(), WindowPlan(first=10, growth=1.5, largest=40, context=5, crossfade=5),
+                                  WindowPlan(pace=0.19), WindowPlan(pace=2.0)])
 def test_windows_cover_every_frame_once_in_order(frames: int, plan: WindowPlan) -> None:
     windows = plan_windows(frames, plan)
     assert windows[0].start == 0 and windows[-1].end == frames
@@ -47,7 +48,7 @@ def test_no_plan_is_one_window() -> None:
 
 
 @pytest.mark.parametrize("bad", [dict(first=0), dict(context=0), dict(crossfade=30, context=20), dict(growth=0.5),
-                                 dict(first=50, largest=40), dict(continued=10)])
+                                 dict(first=50, largest=40), dict(continued=10), dict(pace=-0.1)])
 def test_bad_plans_name_the_field(bad: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(bad)) if "crossfade" not in bad else "crossfade"):
         WindowPlan(**bad)
@@ -101,6 +102,37 @@ def test_windows_grow_with_the_audio_the_speech_made_before_them(frames: int, be
     windows = plan_windows(frames, WindowPlan(), before=before)
     assert [w.end - w.start for w in windows] == sizes
     assert windows[0].lo == 0 and windows[-1].hi == frames
+
+
+@pytest.mark.parametrize(("pace", "frames", "sizes"), [
+    (0.0, 475, [20, 80, 375]),          # no pace: growth alone
+    (0.01, 475, [20, 80, 375]),         # a GPU's pace: growth decides
+    (0.152, 475, [20, 52, 227, 176]),   # this CPU's: the second window fits in the first's 0.5 s
+    (0.19, 475, [20, 33, 104, 318]),
+    (0.1, 99, [20, 79]),                # a last window without right context fits as it is
+    (0.152, 99, [20, 52, 27]),          # one that does not fit leaves a last window of its own
+])
+def test_windows_keep_up_with_the_decoders_pace(pace: float, frames: int, sizes: list[int]) -> None:
+    assert [w.end - w.start for w in plan_windows(frames, WindowPlan(pace=pace))] == sizes
+
+
+@pytest.mark.parametrize("pace", [0.05, 0.1, 0.152, 0.19, 0.2])
+@pytest.mark.parametrize("frames", [61, 99, 160, 300, 475, 510 * 3])
+def test_a_decoder_at_the_plans_pace_keeps_ahead_of_the_listener(pace: float, frames: int) -> None:
+    """Windows decoded back to back at ``pace`` (frames of playing time per decoded frame), played
+    from the first window's arrival: each window's decoding takes at most HEADROOM of the audio
+    still queued when it starts (the arithmetic the plan promises; the server's own timing is
+    bench/design.py's)."""
+    windows = plan_windows(frames, WindowPlan(pace=pace))
+    clock, made, played_from = 0.0, 0, None
+    for w in windows:
+        decode = (w.hi - w.lo) * pace
+        if played_from is not None:
+            queued = made - (clock - played_from)
+            assert decode <= HEADROOM * queued + 1e-9, ([(x.start, x.end) for x in windows], w)
+        clock += decode
+        played_from = clock if played_from is None else played_from
+        made += w.end - w.start
 
 
 def test_follow_replans_before_the_first_step_only() -> None:

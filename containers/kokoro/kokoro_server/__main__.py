@@ -67,6 +67,13 @@ def load(settings: Settings):
             began = time.perf_counter()
             synth.warm_up()
             log.info("warmed up in %.1fs", time.perf_counter() - began)
+        pace = settings.decoder_pace
+        if pace is None:
+            pace = synth.measure_pace() if settings.warmup and synth.plan is not None else 0.0
+        synth.keep_up(pace)
+        if synth.plan is not None:
+            log.info("windows keep up with a decoder pace of %.3f s per audio second%s", pace,
+                     " (measured)" if settings.decoder_pace is None else "")
         return synth
 
     return factory

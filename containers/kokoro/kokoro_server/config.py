@@ -30,6 +30,18 @@ def _int(env: dict[str, str], name: str, default: int, *, minimum: int = 1) -> i
     return value
 
 
+def _pace(raw: str | None) -> float | None:
+    if raw is None or raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ConfigError(f"KOKORO_DECODER_PACE: expected decoder seconds per audio second, got {raw!r}") from None
+    if not 0 <= value < float("inf"):
+        raise ConfigError(f"KOKORO_DECODER_PACE: must be 0 or more (0: no limit), got {raw!r}")
+    return value
+
+
 def _seconds(env: dict[str, str], name: str, default: float) -> float:
     raw = env.get(name)
     if raw is None or raw == "":
@@ -79,6 +91,9 @@ class Settings:
     """windowed: windows that grow with the audio before them in the speech (synth.py);
     windowed_per_chunk: each chunk's windows start small; one_shot: first audio after the whole chunk."""
     scheduler: str = "deadline"  # deadline: earliest listener to run dry first; round_robin: owners in turn
+    decoder_pace: float | None = None
+    """Decoder seconds per audio second that windows must keep up with (WindowPlan.pace); None:
+    measured at warm-up (0 without warm-up); 0: growth alone sizes windows."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -106,6 +121,7 @@ class Settings:
         return cls(
             model_dir=Path(model_dir),
             decoding=decoding,
+            decoder_pace=_pace(env.get("KOKORO_DECODER_PACE")),
             scheduler=scheduler,
             engine=engine,
             device=device,

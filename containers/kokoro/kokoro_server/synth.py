@@ -14,8 +14,9 @@ interleaves between them and a cancel drops the windows not yet decoded.
 Windows grow with all the audio the speech made before them, across its chunks: a sentence that
 follows enough audio is one window (up to WindowPlan.continued frames), decoded exactly as in one
 shot, since its listener has that audio to hear meanwhile. Only a speech's start pays for small windows (their context frames are
-decoded twice). The windows depend on the text alone, never on timing, so the same text always
-gives the same audio.
+decoded twice). The windows depend on the text and the decoder pace measured at warm-up
+(WindowPlan.pace), never on a request's timing, so on one server the same text always gives the
+same audio.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from .words import PlacedWord, TextAligner, WordTiming, word_timings
 # How many chunks (windows) of one speech may sit finished or queued ahead of its reader. A few
 # keep the model busy across window and sentence boundaries while bounding what a slow reader holds.
 LOOKAHEAD = 3
+WARM_UP_TEXT = "Hello, world."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -144,14 +146,37 @@ class Synthesizer:
 
     def warm_up(self) -> None:
         """Run G2P and one synthesis now, so the first request pays neither."""
-        phonemes = self.phonemizer.phonemize("Hello, world.", voice=self.default_voice)
+        phonemes = self.phonemizer.phonemize(WARM_UP_TEXT, voice=self.default_voice)
         for chunk in phonemes:
             self.engine.synthesize(chunk, style_for(self.voice_book.pack(self.default_voice), chunk), 1.0)
+
+    def measure_pace(self, *, runs: int = 3) -> float:
+        """This machine's decoder pace (``decoder_pace`` on the warm-up sentence); after warm_up."""
+        chunk = self.phonemizer.phonemize(WARM_UP_TEXT, voice=self.default_voice)[0]
+        return decoder_pace(self.engine, chunk, style_for(self.voice_book.pack(self.default_voice), chunk), runs=runs)
+
+    def keep_up(self, pace: float) -> None:
+        """Size windows so the decoder at ``pace`` keeps ahead of the listener (WindowPlan.pace);
+        before serving: jobs read the plan."""
+        if self.plan is not None:
+            self.plan = replace(self.plan, pace=pace)
 
     def close(self) -> None:
         """Drop queued G2P and wait for the one running: spaCy's pipeline is never used by two
         threads, nor torn down under one."""
         self._g2p.shutdown(wait=True, cancel_futures=True)
+
+
+def decoder_pace(engine: Engine, phonemes: str, style: np.ndarray, *, runs: int = 3) -> float:
+    """The decoder's seconds per second of audio: the median of ``runs`` one-shot decodings of
+    ``phonemes`` (the front excluded; WindowPlan.pace)."""
+    paces = []
+    for _ in range(runs):
+        decoding = engine.begin(phonemes, style, 1.0, plan=None)
+        started = time.perf_counter()
+        audio = decoding.rest()
+        paces.append((time.perf_counter() - started) * SAMPLE_RATE / max(1, audio.size))
+    return float(np.median(paces))
 
 
 def _pick_default(voices: dict[str, np.ndarray]) -> str:

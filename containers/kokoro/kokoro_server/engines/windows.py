@@ -21,6 +21,12 @@ from dataclasses import dataclass
 import numpy as np
 
 
+HEADROOM = 0.7
+"""Of the audio queued ahead of a window, the share its decoding may take (WindowPlan.pace): in
+the server a window decoded 14-24 % slower than warm-up measured the decoder alone (G2P, encoding
+and sends share the cores), and with 0.8 the second window still took 91 % of the first's audio."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class WindowPlan:
     """How to cut frames into windows: ``first`` frames first, then each window ``growth`` times
@@ -45,7 +51,16 @@ class WindowPlan:
     160, round-robin 2.5 s: medians of bench/design.py arrival runs, made before a speech queued its
     next window from the scheduler's completion hook, and not repeated since)."""
 
+    pace: float = 0.0
+    """The decoder's seconds per second of audio on this machine (0: no limit). With it, no window
+    after the first decodes (its frames and context) for longer than HEADROOM of the audio the
+    listener has queued by then, assuming the windows run back to back: on 2 CPU cores the decoder
+    runs at ~0.15 and growth 4 alone made the second window (80 frames and 40 of context) take
+    0.47-0.57 s against the first's 0.5 s of audio. A GPU's pace leaves growth to decide."""
+
     def __post_init__(self) -> None:
+        if not self.pace >= 0:
+            raise ValueError(f"pace: must be 0 or more seconds per audio second, got {self.pace!r}")
         for name in ("first", "largest", "context"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}: must be at least 1 frame, got {getattr(self, name)}")
@@ -84,15 +99,23 @@ def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> li
     if plan is None:
         return [Window(0, frames, 0, frames, 0)]
     bounds = [0]
+    queued = float(before)  # frames the listener has queued when the next window starts (pace)
     while bounds[-1] < frames:
-        made = before + bounds[-1]
-        cap = min(plan.continued, plan.largest) if bounds[-1] == 0 else plan.largest
-        size = plan.first if made == 0 else min(cap, max(plan.first, int(round(plan.growth * made))))
         done = bounds[-1]
+        made = before + done
+        cap = min(plan.continued, plan.largest) if done == 0 else plan.largest
+        size = plan.first if made == 0 else min(cap, max(plan.first, int(round(plan.growth * made))))
+        in_time = _frames_in_time(queued, plan) if made else size
+        size = min(size, max(plan.first, in_time))
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
             end = frames
+            if plan.pace and made and frames - done > max(plan.first, in_time + plan.context) \
+                    and frames - done >= 2 * plan.first:
+                end = frames - plan.first  # the joined window would outrun the listener: a last small one
         bounds.append(end)
+        decoded = end - done + (plan.context if done else 0) + (plan.context if end < frames else 0)
+        queued = (end - done) if made == 0 else queued - decoded * plan.pace + (end - done)
     windows = []
     for start, end in zip(bounds, bounds[1:]):
         last = end >= frames
@@ -101,6 +124,14 @@ def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> li
             frames if last else min(frames, end + plan.context), 0 if last else plan.crossfade,
         ))
     return windows
+
+
+def _frames_in_time(queued: float, plan: WindowPlan) -> int:
+    """Own frames a window may have so that decoding them and their context takes at most HEADROOM
+    of the ``queued`` frames' playing time (any number without a pace)."""
+    if not plan.pace:
+        return 1 << 30
+    return int(HEADROOM * queued / plan.pace) - 2 * plan.context
 
 
 class Joiner:
