@@ -32,12 +32,14 @@ def test_other_engines_serve_the_directory_as_it_is(tiny_model: Path, engine: st
     assert onnx_over_torch_dir(Settings.from_env(env)) == tiny_model
 
 
-@pytest.mark.parametrize(("env", "pace"), [({}, None), ({"KOKORO_DECODER_PACE": "0.2"}, 0.2),
-                                           ({"KOKORO_DECODER_PACE": "0"}, 0.0),
-                                           ({"KOKORO_WARMUP": "0"}, 0.0),  # nothing measured: growth alone
-                                           ({"KOKORO_DECODING": "one_shot"}, "no plan")])
+MEASURE = {"KOKORO_DECODER_PACE": "measure"}
+
+
+@pytest.mark.parametrize(("env", "pace"), [({}, 0.0), (MEASURE, None), ({"KOKORO_DECODER_PACE": "0.2"}, 0.2),
+                                           ({**MEASURE, "KOKORO_WARMUP": "0"}, 0.0),  # nothing measured
+                                           ({**MEASURE, "KOKORO_DECODING": "one_shot"}, "no plan")])
 def test_windows_keep_up_with_the_decoder_pace_measured_at_warm_up_or_set(env: dict[str, str], pace) -> None:
-    """On the real int8 weights: unset, the pace is this machine's, measured before serving."""
+    """On the real int8 weights: ``measure`` takes this machine's pace before serving."""
     import real_audio as ra
 
     from kokoro_server.__main__ import load

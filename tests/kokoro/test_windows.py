@@ -108,7 +108,8 @@ def test_windows_grow_with_the_audio_the_speech_made_before_them(frames: int, be
     (0.0, 475, [20, 80, 375]),          # no pace: growth alone
     (0.01, 475, [20, 80, 375]),         # a GPU's pace: growth decides
     (0.152, 475, [20, 52, 227, 176]),   # this CPU's: the second window fits in the first's 0.5 s
-    (0.19, 475, [20, 33, 104, 318]),
+    (0.19, 475, [20, 40, 125, 290]),    # never below doubling: smaller windows fall further behind
+    (0.4, 1500, [20, 40, 120, 360, 480, 480]),
     (0.1, 99, [20, 79]),                # a last window without right context fits as it is
     (0.152, 99, [20, 52, 27]),          # one that does not fit leaves a last window of its own
 ])
@@ -116,7 +117,7 @@ def test_windows_keep_up_with_the_decoders_pace(pace: float, frames: int, sizes:
     assert [w.end - w.start for w in plan_windows(frames, WindowPlan(pace=pace))] == sizes
 
 
-@pytest.mark.parametrize("pace", [0.05, 0.1, 0.152, 0.19, 0.2])
+@pytest.mark.parametrize("pace", [0.05, 0.1, 0.12, 0.152])
 @pytest.mark.parametrize("frames", [61, 99, 160, 300, 475, 510 * 3])
 def test_a_decoder_at_the_plans_pace_keeps_ahead_of_the_listener(pace: float, frames: int) -> None:
     """Windows decoded back to back at ``pace`` (frames of playing time per decoded frame), played

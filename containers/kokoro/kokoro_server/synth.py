@@ -14,9 +14,9 @@ interleaves between them and a cancel drops the windows not yet decoded.
 Windows grow with all the audio the speech made before them, across its chunks: a sentence that
 follows enough audio is one window (up to WindowPlan.continued frames), decoded exactly as in one
 shot, since its listener has that audio to hear meanwhile. Only a speech's start pays for small windows (their context frames are
-decoded twice). The windows depend on the text and the decoder pace measured at warm-up
-(WindowPlan.pace), never on a request's timing, so on one server the same text always gives the
-same audio.
+decoded twice). The windows depend on the text (and, with KOKORO_DECODER_PACE, the decoder pace
+set or measured at warm-up: WindowPlan.pace), never on a request's timing, so on one server the
+same text always gives the same audio.
 """
 
 from __future__ import annotations
@@ -190,10 +190,10 @@ class Speech:
     A G2P task phonemizes the pieces ahead (one model job per sentence in a piece; G2P splits only
     what exceeds the model's 510 phonemes). Model jobs are queued one at a time, in order: a chunk's
     first window, its next windows (the decoder state is sequential), then the next chunk's. Each
-    job is queued from the one before it's completion hook (``then``), before the model picks its
-    next job, so a session whose listener is about to run dry competes for that pick; queued from a
-    task instead, its next window would always lose the pick to another session's job (a 2.7 s
-    window on a 2-core CPU). At most LOOKAHEAD windows are queued or finished ahead of the reader.
+    job is queued from the completion hook (``then``) of the job before it, before the model picks
+    its next job, so a session whose listener is about to run dry competes for that pick; queued
+    from a task instead, its next window would always lose the pick to another session's job (up
+    to ~2 s of model time on a 2-core CPU). At most LOOKAHEAD windows are queued or finished ahead of the reader.
     With ``after`` nothing is queued until the previous speech has queued all its jobs, so one
     owner's jobs reach the model in the order they were spoken.
     """

@@ -27,6 +27,13 @@ the server a window decoded 14-24 % slower than warm-up measured the decoder alo
 and sends share the cores), and with 0.8 the second window still took 91 % of the first's audio."""
 
 
+PACED_GROWTH_FLOOR = 2.0
+"""A pace never cuts a window below twice the frames before it: smaller windows spend most of
+their decoding on context and fall further behind. Without this floor a measured pace of 0.25
+held every window to 20 frames (each decoding 60), and four sessions arriving at random stalled
+34.5 s per audio minute against 0.26 s without a pace."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class WindowPlan:
     """How to cut frames into windows: ``first`` frames first, then each window ``growth`` times
@@ -54,9 +61,10 @@ class WindowPlan:
     pace: float = 0.0
     """The decoder's seconds per second of audio on this machine (0: no limit). With it, no window
     after the first decodes (its frames and context) for longer than HEADROOM of the audio the
-    listener has queued by then, assuming the windows run back to back: on 2 CPU cores the decoder
-    runs at ~0.15 and growth 4 alone made the second window (80 frames and 40 of context) take
-    0.47-0.57 s against the first's 0.5 s of audio. A GPU's pace leaves growth to decide."""
+    listener has queued by then, assuming the windows run back to back, down to PACED_GROWTH_FLOOR:
+    on 2 CPU cores the decoder runs at ~0.15-0.25 and growth 4 alone made the second window (80
+    frames and 40 of context) take 0.47-0.57 s against the first's 0.5 s of audio. A GPU's pace
+    leaves growth to decide. Off by default (KOKORO_DECODER_PACE): docs/models.md."""
 
     def __post_init__(self) -> None:
         if not self.pace >= 0:
@@ -105,13 +113,12 @@ def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> li
         made = before + done
         cap = min(plan.continued, plan.largest) if done == 0 else plan.largest
         size = plan.first if made == 0 else min(cap, max(plan.first, int(round(plan.growth * made))))
-        in_time = _frames_in_time(queued, plan) if made else size
-        size = min(size, max(plan.first, in_time))
+        allowed = max(plan.first, _frames_in_time(queued, plan), int(round(PACED_GROWTH_FLOOR * made)))
+        size = min(size, allowed) if made else size
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
             end = frames
-            if plan.pace and made and frames - done > max(plan.first, in_time + plan.context) \
-                    and frames - done >= 2 * plan.first:
+            if plan.pace and made and frames - done > allowed + plan.context and frames - done >= 2 * plan.first:
                 end = frames - plan.first  # the joined window would outrun the listener: a last small one
         bounds.append(end)
         decoded = end - done + (plan.context if done else 0) + (plan.context if end < frames else 0)
