@@ -185,13 +185,11 @@ class Scheduler:
             return None
         if self.policy == "round_robin":
             owner = next((o for o in self._turns if o in ready), ready[0])
-            if owner in self._turns:
-                self._turns.remove(owner)
         else:
             owner = min(ready, key=lambda o: (self._deadline(self._owners[o], self._owners[o].jobs[0]),
                                               self._owners[o].jobs[0].seq))
-            if owner in self._turns:
-                self._turns.remove(owner)
+        if owner in self._turns:
+            self._turns.remove(owner)
         state = self._owners[owner]
         job = state.jobs.popleft()
         if state.jobs and owner not in self._turns:
