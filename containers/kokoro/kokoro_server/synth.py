@@ -213,7 +213,6 @@ class Speech:
         self._pending: list[asyncio.Future[TimedSynthesis]] = []  # queued, not read yet
         self._decoding: Decoding | None = None  # the chunk being decoded, while it has windows left
         self._busy = False  # one of our jobs is queued or on the model
-        self._closed = False
         self._frames_made = 0  # by the chunks decoded so far: later chunks' windows grow from it
         self._followers: list[Callable[[], None]] = []  # speeches waiting for all_queued
         self.all_queued = asyncio.Event()
@@ -246,7 +245,7 @@ class Speech:
     def _advance(self) -> None:
         """Queue the next job, unless one is queued or running, the reader is LOOKAHEAD behind, or
         G2P has not reached the next chunk (each of those calls this again when it changes)."""
-        if self._closed or self._busy or not self._ready or self.all_queued.is_set() or len(self._pending) >= LOOKAHEAD:
+        if self._busy or not self._ready or self.all_queued.is_set() or len(self._pending) >= LOOKAHEAD:
             return
         if self._decoding is not None:
             decoding, self._decoding = self._decoding, None
@@ -278,8 +277,7 @@ class Speech:
 
     def _settled(self, future: asyncio.Future[TimedSynthesis]) -> None:
         if future.cancelled() or future.exception() is not None:  # the reader raises it; the chunk's
-            self._busy = False  # remaining windows are dropped, the next chunk goes on
-            self._decoding = None
+            self._busy = False  # remaining windows go with its decoder state, the next chunk goes on
             self._advance()
 
     def _all_queued(self) -> None:
@@ -312,10 +310,9 @@ class Speech:
                     self._advance()
 
     def cancel(self) -> None:
-        self._closed = True
         self._g2p.cancel()
         self._decoding = None
-        self.all_queued.set()
+        self.all_queued.set()  # _advance queues nothing more
         self._release_followers()
         for future in self._pending:
             future.cancel()

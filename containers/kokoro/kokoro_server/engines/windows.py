@@ -114,7 +114,7 @@ def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> li
         cap = min(plan.continued, plan.largest) if done == 0 else plan.largest
         size = plan.first if made == 0 else min(cap, max(plan.first, int(round(plan.growth * made))))
         allowed = max(plan.first, _frames_in_time(queued, plan), int(round(PACED_GROWTH_FLOOR * made)))
-        size = min(size, allowed) if made else size
+        size = min(size, allowed)  # a first window (first frames) is always allowed
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
             end = frames
