@@ -179,6 +179,25 @@ def test_deadline_first_runs_the_listener_closest_to_silence(jobs, expected) -> 
     assert asyncio.run(scenario()) == expected
 
 
+def test_queued_audio_is_what_the_owners_jobs_made_less_what_its_listener_has_heard() -> None:
+    async def scenario() -> list[float]:
+        clock = _Clock()
+        scheduler = Scheduler(workers=1, clock=clock)
+        await scheduler.start()
+        seen = [scheduler.queued_audio_s("a")]  # never seen
+        await scheduler.submit("a", lambda: 2.0, audio_s=float)
+        await scheduler.submit("a", lambda: 1.5, audio_s=float)
+        seen += [scheduler.queued_audio_s("a"), scheduler.queued_audio_s("b")]
+        clock.now += 3.0
+        seen.append(scheduler.queued_audio_s("a"))
+        clock.now += 1.0  # all heard
+        seen.append(scheduler.queued_audio_s("a"))
+        await scheduler.stop()
+        return seen
+
+    assert asyncio.run(scenario()) == [0.0, 3.5, 0.0, 0.5, 0.0]
+
+
 def test_a_job_is_never_due_later_than_its_slack_so_no_session_starves() -> None:
     async def scenario() -> tuple[list[str], list[float | None]]:
         clock = _Clock()

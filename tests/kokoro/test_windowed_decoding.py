@@ -25,6 +25,7 @@ pytestmark = pytest.mark.kokoro
 
 LONG = ("Routers work best in the open, up high and near the middle of your home, because walls, "
         "mirrors and fish tanks all soak up the signal before it ever reaches the rooms where you need it most.")
+SHORT = "Start with where the router sits."
 VOICE = "jf_alpha"
 
 
@@ -300,17 +301,57 @@ def _speak(pieces: list[str], **synth_options) -> list[np.ndarray]:
 
 
 def test_a_sentence_after_enough_audio_is_one_window_exactly_as_one_shot() -> None:
-    short = "Start with where the router sits."
-    (phonemes,) = ra.phonemizer().phonemize(short, voice=VOICE)
+    (phonemes,) = ra.phonemizer().phonemize(SHORT, voice=VOICE)
     one_shot = ra.engine().synthesize(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0).audio
     (long_phonemes,) = ra.phonemizer().phonemize(LONG, voice=VOICE)
     long_windows = ra.engine().begin(long_phonemes, style_for(ra.model().voices[VOICE], long_phonemes), 1.0,
                                      plan=WindowPlan()).windows
-    chunks = _speak([LONG, short])  # 11.9 s of audio before the short sentence
+    chunks = _speak([LONG, SHORT])  # 11.9 s of audio before the short sentence
     assert len(chunks) == len(long_windows) + 1 and len(long_windows) >= 3
     np.testing.assert_array_equal(chunks[-1], one_shot)
-    again = _speak([LONG, short])  # the text alone decides the windows, not timing
+    again = _speak([LONG, SHORT])  # the text alone decides the windows, not timing
     assert all(np.array_equal(a, b) for a, b in zip(chunks, again, strict=True))
 
-    per_chunk = _speak([LONG, short], per_chunk=True)  # KOKORO_DECODING=windowed_per_chunk
+    per_chunk = _speak([LONG, SHORT], per_chunk=True)  # KOKORO_DECODING=windowed_per_chunk
     assert len(per_chunk) == len(long_windows) + 2
+
+
+# ---- a session's next utterance carries on from the audio still playing --------------------------
+
+def test_an_utterance_spoken_while_earlier_audio_plays_is_one_window_and_starts_small_once_it_has_played() -> None:
+    """WindowPlan.carry: the listener still has the first utterance's audio to hear (the scheduler's
+    clock stands still), so the next one is decoded as one window, the one-shot render; once its
+    audio has played (the clock a minute on), a new utterance starts at ``first`` frames again."""
+    (phonemes,) = ra.phonemizer().phonemize(SHORT, voice=VOICE)
+    style = style_for(ra.model().voices[VOICE], phonemes)
+    one_shot = ra.engine().synthesize(phonemes, style, 1.0).audio
+    fresh = ra.engine().begin(phonemes, style, 1.0, plan=WindowPlan())
+    fresh_windows = [fresh.step() for _ in range(fresh.remaining)]
+    assert len(fresh_windows) >= 2
+    now = [0.0]
+
+    async def scenario() -> tuple[list[np.ndarray], ...]:
+        scheduler = Scheduler(workers=1, clock=lambda: now[0])
+        await scheduler.start()
+        synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
+
+        async def say(text: str, *, owner: str = "session", after=None):
+            speech = synth.speech(owner=owner, pieces=[text], voice=VOICE, speed=1.0, after=after)
+            return speech, [c.synthesis.audio async for c in speech]
+
+        first, _ = await say(LONG)
+        _, carried = await say(SHORT, after=first)
+        _, other_owner = await say(SHORT, owner="another session")  # its listener has nothing queued
+        now[0] += 60.0  # the listener has heard everything
+        _, restarted = await say(SHORT)
+        await scheduler.stop()
+        synth.close()
+        return carried, other_owner, restarted
+
+    carried, other_owner, restarted = asyncio.run(scenario())
+    assert len(carried) == 1
+    np.testing.assert_array_equal(carried[0], one_shot)
+    for windows in (other_owner, restarted):
+        assert len(windows) == len(fresh_windows)
+        for got, want in zip(windows, fresh_windows):
+            np.testing.assert_array_equal(got, want)

@@ -161,6 +161,14 @@ class Scheduler:
             return None
         return self._deadline(state, state.jobs[0])
 
+    def queued_audio_s(self, owner: Hashable) -> float:
+        """Seconds of ``owner``'s audio made and not yet heard, by the deadline policy's account
+        (playback from the first byte, in real time; 0 for an owner with nothing playing)."""
+        state = self._owners.get(owner)
+        if state is None or state.runs_out is None:
+            return 0.0
+        return max(0.0, state.runs_out - self._clock())
+
     def _deadline(self, state: _Owner, job: _Job) -> float:
         due = job.submitted if state.runs_out is None else max(state.runs_out, job.submitted)
         return min(due, job.submitted + self._max_slack_s)

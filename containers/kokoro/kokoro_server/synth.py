@@ -14,9 +14,10 @@ interleaves between them and a cancel drops the windows not yet decoded.
 Windows grow with all the audio the speech made before them, across its chunks: a sentence that
 follows enough audio is one window (up to WindowPlan.continued frames), decoded exactly as in one
 shot, since its listener has that audio to hear meanwhile. Only a speech's start pays for small windows (their context frames are
-decoded twice). The windows depend on the text (and, with KOKORO_DECODER_PACE, the decoder pace
-set or measured at warm-up: WindowPlan.pace), never on a request's timing, so on one server the
-same text always gives the same audio.
+decoded twice). A speech that starts while its owner's earlier audio still plays (a session's next
+utterance) starts from WindowPlan.carry frames instead of none. The windows depend on the text,
+whether it was carried (one bit of timing: two renders per text), and with KOKORO_DECODER_PACE the
+decoder pace set or measured at warm-up (WindowPlan.pace), nothing else.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Hashable
 import numpy as np
 
 from .engines import SAMPLE_RATE, Decoding, Engine, Synthesis, WindowPlan
+from .engines.windows import FRAME_S
 from .g2p import PhonemeChunk, Phonemizer, chunk_jobs
 from .model_dir import style_for
 from .scheduler import Scheduler
@@ -123,6 +125,14 @@ class Synthesizer:
 
         return self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
 
+    def carried_frames(self, owner: Hashable) -> int:
+        """Frames a new speech of ``owner`` plans its windows from (WindowPlan.carry): the plan's
+        ``carry`` while the owner's listener has at least that much audio queued, else 0."""
+        plan = self.plan
+        if plan is None or self.per_chunk or not plan.carry:
+            return 0
+        return plan.carry if self.scheduler.queued_audio_s(owner) >= plan.carry * FRAME_S else 0
+
     def submit_step(
         self, *, owner: Hashable, decoding: Decoding, then: Callable[[TimedSynthesis], None] | None = None,
     ) -> asyncio.Future[TimedSynthesis]:
@@ -213,7 +223,8 @@ class Speech:
         self._pending: list[asyncio.Future[TimedSynthesis]] = []  # queued, not read yet
         self._decoding: Decoding | None = None  # the chunk being decoded, while it has windows left
         self._busy = False  # one of our jobs is queued or on the model
-        self._frames_made = 0  # by the chunks decoded so far: later chunks' windows grow from it
+        self._frames_made = 0  # ahead of the next chunk (carried, then decoded): windows grow from it
+        self._started = False  # the first chunk is queued: _frames_made starts from what was carried
         self._followers: list[Callable[[], None]] = []  # speeches waiting for all_queued
         self.all_queued = asyncio.Event()
         self._ready = after is None or after.all_queued.is_set()
@@ -259,6 +270,9 @@ class Speech:
                 self._all_queued()
                 return
             phonemes, words = chunk
+            if not self._started:  # the owner's earlier audio still playing counts as ours
+                self._started = True
+                self._frames_made = self._synth.carried_frames(self._owner)
             future = self._synth.submit(
                 owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed, words=words,
                 frames_before=self._frames_made, then=self._finished,
