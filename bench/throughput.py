@@ -51,6 +51,7 @@ async def ours(engine, voices, voice: str, text: str, *, windowed: bool, per_chu
     synth = Synthesizer(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice, windowed=windowed,
                         per_chunk=per_chunk)
     synth.phonemizer.phonemize("Warm up.", voice=voice)
+    synth.keep_up(synth.measure_pace())  # as the server sizes windows by default (KOKORO_DECODER_PACE)
     try:
         began = time.perf_counter()
         audio = sum([c.seconds async for c in synth.speech(owner="bench", pieces=iter_sentences(text), voice=voice, speed=1.0)])

@@ -19,10 +19,11 @@ def test_defaults_and_overrides(tmp_path) -> None:
     assert settings.max_request_age_s == 56.0  # the AWS sample's bound, just under SageMaker's 60 s
     aged = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_MAX_REQUEST_AGE_S": "10.5"})
     assert aged.max_request_age_s == 10.5
-    assert settings.decoder_pace == 0.0  # growth alone sizes windows
+    assert settings.decoder_pace is None  # measured at warm-up
     paced = {"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_DECODER_PACE": "0.2"}
     assert Settings.from_env(paced).decoder_pace == 0.2
-    assert Settings.from_env({**paced, "KOKORO_DECODER_PACE": "measure"}).decoder_pace is None  # at warm-up
+    assert Settings.from_env({**paced, "KOKORO_DECODER_PACE": "measure"}).decoder_pace is None
+    assert Settings.from_env({**paced, "KOKORO_DECODER_PACE": "0"}).decoder_pace == 0.0  # growth alone
 
 
 @pytest.mark.parametrize(("env", "variable"), [

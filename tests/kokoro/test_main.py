@@ -35,7 +35,8 @@ def test_other_engines_serve_the_directory_as_it_is(tiny_model: Path, engine: st
 MEASURE = {"KOKORO_DECODER_PACE": "measure"}
 
 
-@pytest.mark.parametrize(("env", "pace"), [({}, 0.0), (MEASURE, None), ({"KOKORO_DECODER_PACE": "0.2"}, 0.2),
+@pytest.mark.parametrize(("env", "pace"), [({}, None), (MEASURE, None), ({"KOKORO_DECODER_PACE": "0.2"}, 0.2),
+                                           ({"KOKORO_DECODER_PACE": "0"}, 0.0),
                                            ({**MEASURE, "KOKORO_WARMUP": "0"}, 0.0),  # nothing measured
                                            ({**MEASURE, "KOKORO_DECODING": "one_shot"}, "no plan")])
 def test_windows_keep_up_with_the_decoder_pace_measured_at_warm_up_or_set(env: dict[str, str], pace) -> None:

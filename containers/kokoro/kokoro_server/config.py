@@ -31,9 +31,7 @@ def _int(env: dict[str, str], name: str, default: int, *, minimum: int = 1) -> i
 
 
 def _pace(raw: str | None) -> float | None:
-    if raw is None or raw == "":
-        return 0.0
-    if raw == "measure":
+    if raw is None or raw == "" or raw == "measure":
         return None
     try:
         value = float(raw)
@@ -94,10 +92,10 @@ class Settings:
     """windowed: windows that grow with the audio before them in the speech (synth.py);
     windowed_per_chunk: each chunk's windows start small; one_shot: first audio after the whole chunk."""
     scheduler: str = "deadline"  # deadline: earliest listener to run dry first; round_robin: owners in turn
-    decoder_pace: float | None = 0.0
-    """Decoder seconds per audio second that windows must keep up with (WindowPlan.pace); 0 (the
-    default): growth alone sizes windows; None (``KOKORO_DECODER_PACE=measure``): measured at
-    warm-up (0 without warm-up)."""
+    decoder_pace: float | None = None
+    """Decoder seconds per audio second that windows must keep up with (WindowPlan.pace); None
+    (the default, ``KOKORO_DECODER_PACE=measure``): measured at warm-up (0 without warm-up); 0:
+    growth alone sizes windows."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":

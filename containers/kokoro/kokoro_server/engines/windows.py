@@ -75,7 +75,7 @@ class WindowPlan:
     listener has queued by then, assuming the windows run back to back, down to PACED_GROWTH_FLOOR:
     on 2 CPU cores the decoder runs at ~0.15-0.25 and growth 4 alone made the second window (80
     frames and 40 of context) take 0.47-0.57 s against the first's 0.5 s of audio. A GPU's pace
-    leaves growth to decide. Off by default (KOKORO_DECODER_PACE): docs/models.md."""
+    leaves growth to decide. Measured at warm-up unless KOKORO_DECODER_PACE says otherwise: docs/models.md."""
 
     def __post_init__(self) -> None:
         if not self.pace >= 0:
