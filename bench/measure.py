@@ -351,16 +351,19 @@ RUNNERS: dict[str, Callable[..., Awaitable[Trace]]] = {
 
 
 async def probe_overhead(target: Target, text: str, count: int, *, timestamps: bool = False) -> list[dict[str, float]]:
-    """`speak` ``text`` ``count`` times, one at a time: TTFA to the first binary frame, synthesis_ms,
-    and the difference (server overhead: G2P, queue, encoding, framing, loopback, word events)."""
+    """`speak` ``text`` ``count`` times, each in a session of its own: TTFA to the first binary
+    frame, synthesis_ms, and the difference (server overhead: G2P, queue, encoding, framing,
+    loopback, word events). A fresh session, because the server counts a session's audio as
+    playing in real time: a probe sent while the last one's audio would still play is carried on
+    from it, decoded as one window (windows.WindowPlan.carry), and is not a sentence spoken alone."""
     samples: list[dict[str, float]] = []
-    ws = await open_ws(target)
-    try:
-        if timestamps:  # a fresh session: the first reply is `configured` or an error
-            await ws.send(json.dumps({"type": "configure", "timestamps": True}))
-            if (reply := json.loads(await asyncio.wait_for(ws.recv(), FIRST_AUDIO_TIMEOUT_S)))["type"] != "configured":
-                raise BenchError(f"configure with timestamps got {reply}")
-        for i in range(count):
+    for i in range(count):
+        ws = await open_ws(target)
+        try:
+            if timestamps:  # the first reply is `configured` or an error
+                await ws.send(json.dumps({"type": "configure", "timestamps": True}))
+                if (reply := json.loads(await asyncio.wait_for(ws.recv(), FIRST_AUDIO_TIMEOUT_S)))["type"] != "configured":
+                    raise BenchError(f"configure with timestamps got {reply}")
             sent = now()
             await ws.send(json.dumps({"type": "speak", "id": f"probe{i}", "text": text}))
             first: float | None = None
@@ -381,6 +384,6 @@ async def probe_overhead(target: Target, text: str, count: int, *, timestamps: b
                                     "first_audio_synthesis_ms": before_audio, "overhead_ms": ttfa - before_audio,
                                     "audio_ms": float(event.get("audio_ms", 0))})
                     break
-    finally:
-        await close_ws(ws)
+        finally:
+            await close_ws(ws)
     return samples

@@ -63,33 +63,44 @@ async def _relayed(session: TtsSession, text: str, uid: str) -> tuple[float, flo
 
 
 async def measure(target: Target, text: str, *, rounds: int) -> dict[str, Any]:
-    """Paired samples (ms): TTFA and overhead, direct and through the stand-in, and what the relay adds."""
+    """Paired samples (ms): TTFA and overhead, direct and through the stand-in, and what the relay adds.
+    Each sample in a session of its own: in one session the server would count the last sample's
+    audio as still playing and carry the next on from it (one window; windows.WindowPlan.carry)."""
     with tempfile.TemporaryDirectory(prefix="bench-sagemaker-local-") as state:
         standin = StandInProcess(container_url=target.base_url, state_dir=Path(state), cwd=REPO,
                                  access_key_id=ACCESS_KEY_ID, secret_access_key=SECRET_ACCESS_KEY)
         info = standin.start()
-        session: TtsSession | None = None
-        ws = await open_ws(target)
-        try:
-            boto = boto3.Session(aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY,
-                                 region_name=info.region)
+        boto = boto3.Session(aws_access_key_id=ACCESS_KEY_ID, aws_secret_access_key=SECRET_ACCESS_KEY,
+                             region_name=info.region)
+
+        async def direct_once(uid: str) -> tuple[float, float]:
+            ws = await open_ws(target)
+            try:
+                return await _direct(ws, text, uid)
+            finally:
+                await close_ws(ws)
+
+        async def relayed_once(uid: str) -> tuple[float, float]:
             session = await connect_sagemaker(info.endpoint_name, boto_session=boto, endpoint_url=info.endpoint_url,
                                               ca_bundle=info.ca_bundle, receive_timeout=FIRST_AUDIO_TIMEOUT_S)
-            await session.configure()
-            direct: list[tuple[float, float]] = []
-            relayed: list[tuple[float, float]] = []
+            try:
+                await session.configure()
+                return await _relayed(session, text, uid)
+            finally:
+                await session.close()
+
+        direct: list[tuple[float, float]] = []
+        relayed: list[tuple[float, float]] = []
+        try:
             for i in range(rounds + 1):  # round 0 warms both paths and is dropped
                 if i % 2:
-                    d, r = await _direct(ws, text, f"d{i}"), await _relayed(session, text, f"r{i}")
+                    d, r = await direct_once(f"d{i}"), await relayed_once(f"r{i}")
                 else:
-                    r, d = await _relayed(session, text, f"r{i}"), await _direct(ws, text, f"d{i}")
+                    r, d = await relayed_once(f"r{i}"), await direct_once(f"d{i}")
                 if i:
                     direct.append(d)
                     relayed.append(r)
         finally:
-            if session is not None:
-                await session.close()
-            await close_ws(ws)
             standin.stop()
     # Overhead = TTFA minus the engine's own time for that utterance, so the model's variance (large
     # on a loaded machine) cancels out and what is left is transport: G2P, queueing, framing, relay.
