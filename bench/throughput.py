@@ -40,7 +40,8 @@ def paragraph(sentences: int) -> str:
     return " ".join(pieces[:sentences])
 
 
-async def ours(engine, voices, voice: str, text: str, *, windowed: bool, per_chunk: bool = False) -> tuple[float, float]:
+async def ours(engine, voices, voice: str, text: str, *, windowed: bool, pace: float,
+               per_chunk: bool = False) -> tuple[float, float]:
     from kokoro_server.scheduler import Scheduler
     from kokoro_server.synth import Synthesizer
 
@@ -51,7 +52,7 @@ async def ours(engine, voices, voice: str, text: str, *, windowed: bool, per_chu
     synth = Synthesizer(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice, windowed=windowed,
                         per_chunk=per_chunk)
     synth.phonemizer.phonemize("Warm up.", voice=voice)
-    synth.keep_up(synth.measure_pace())  # as the server sizes windows by default (KOKORO_DECODER_PACE)
+    synth.keep_up(pace)  # as the server sizes windows by default (KOKORO_DECODER_PACE=measure)
     try:
         began = time.perf_counter()
         audio = sum([c.seconds async for c in synth.speech(owner="bench", pieces=iter_sentences(text), voice=voice, speed=1.0)])
@@ -109,13 +110,19 @@ def main(argv: list[str] | None = None) -> int:
     voice = next((v for v in VOICE_PREFERENCE if v in model.voices), sorted(model.voices)[0])
     text = paragraph(args.sentences)
     engine.synthesize("hˈɛlO", model.voices[voice][4], 1.0)  # warm the engine
-    result: dict = {"engine": engine.name, "sentences": args.sentences, "chars": len(text)}
+    from kokoro_server.g2p import Phonemizer
+    from kokoro_server.model_dir import style_for
+    from kokoro_server.synth import WARM_UP_TEXT, decoder_pace
+
+    warm = Phonemizer().phonemize(WARM_UP_TEXT, voice=voice)[0]
+    pace = decoder_pace(engine, warm, style_for(model.voices[voice], warm))  # once, as the server at warm-up
+    result: dict = {"engine": engine.name, "sentences": args.sentences, "chars": len(text), "pace": round(pace, 4)}
     sides = (
         ("loop", lambda: loop(engine, model.voices, voice, text)),
-        ("ours_windowed", lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=True))),
-        ("ours_one_shot", lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=False))),
+        ("ours_windowed", lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=True, pace=pace))),
+        ("ours_one_shot", lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=False, pace=pace))),
         ("ours_windowed_per_chunk",
-         lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=True, per_chunk=True))),
+         lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=True, pace=pace, per_chunk=True))),
         *((("kpipeline", lambda: kpipeline(model, voice, text)),) if engine.name == "torch" else ()),
     )
     times: dict[str, list[float]] = {name: [] for name, _ in sides}

@@ -128,8 +128,8 @@ class Synthesizer:
     def carried_frames(self, owner: Hashable) -> int:
         """Frames a new speech of ``owner`` plans its windows from (WindowPlan.carry): the plan's
         ``carry`` while the owner's listener has at least that much audio queued, else 0."""
-        plan = self.plan
-        if plan is None or self.per_chunk or not plan.carry:
+        plan = self.plan  # with per_chunk, submit ignores what came before
+        if plan is None:
             return 0
         return plan.carry if self.scheduler.queued_audio_s(owner) >= plan.carry * FRAME_S else 0
 
