@@ -4,6 +4,7 @@ it (voicestream.launch), with the test-side views they need. Imported by name (p
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -39,6 +40,32 @@ class Server(KokoroProcess):
                 return status
             time.sleep(0.1)
         return status
+
+
+    def open_fds(self) -> int:
+        """File descriptors the server process holds now (``/proc/<pid>/fd``)."""
+        return len(os.listdir(f"/proc/{self.pid}/fd"))
+
+    def idle_fds(self, *, quiet_s: float = 0.5) -> int:
+        """The server's descriptor count at rest: the fewest seen over ``quiet_s`` with no request in
+        flight. A count taken right after a /ping can include that ping's socket, which the server
+        closes a moment after the client has read the answer."""
+        fewest = self.open_fds()
+        deadline = time.monotonic() + quiet_s
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+            fewest = min(fewest, self.open_fds())
+        return fewest
+
+    def fds_down_to(self, limit: int, *, timeout_s: float = 30.0) -> int:
+        """Poll (without a request of our own, which would open a socket) until the server holds at most
+        ``limit`` descriptors or ``timeout_s`` passes; return the last count."""
+        deadline = time.monotonic() + timeout_s
+        count = self.open_fds()
+        while count > limit and time.monotonic() < deadline:
+            time.sleep(0.05)
+            count = self.open_fds()
+        return count
 
 
 def start_server(model_dir: Path, log: Path, *, env: dict[str, str] | None = None, timeout: float = 180) -> Server:

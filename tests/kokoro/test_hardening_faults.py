@@ -5,7 +5,6 @@ still serving, and the limits' close codes are the documented ones (docs/protoco
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
 import subprocess
 import sys
@@ -31,10 +30,6 @@ LONG_TEXT = " ".join(f"Sentence {n} keeps the model busy for a while." for n in 
 
 def run(coro):
     return asyncio.run(coro)
-
-
-def fd_count(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
 
 
 def settle(server: Server, predicate, *, timeout: float = 15.0) -> dict:
@@ -79,9 +74,7 @@ def test_ping_reports_limits_and_task_count(server) -> None:
 
 
 def test_a_hundred_clients_vanishing_mid_utterance_leave_the_server_idle_and_serving(server) -> None:
-    pid = server.process.pid
-    before_fds = fd_count(pid)
-    before_tasks = server.wait_idle()["tasks"]
+    before_tasks, before_fds = server.wait_idle()["tasks"], server.idle_fds()
 
     async def vanish(wait_for_audio: bool) -> None:
         ws = await ws_connect(server.ws, max_size=None, open_timeout=10)
@@ -98,10 +91,11 @@ def test_a_hundred_clients_vanishing_mid_utterance_leave_the_server_idle_and_ser
     run(scenario())
     status = settle(server, idle)
     assert idle(status), status
-    # the tasks and descriptors of 100 sessions are all gone (a little slack for uvicorn's own)
+    # the tasks and descriptors of 100 sessions are all gone
     status = settle(server, lambda s: s["tasks"] <= before_tasks)
     assert status["tasks"] <= before_tasks, (status, before_tasks)
-    assert fd_count(pid) <= before_fds + 2, (fd_count(pid), before_fds)
+    fds_after = server.fds_down_to(before_fds)
+    assert fds_after <= before_fds, (fds_after, before_fds)
 
     async def served() -> list[dict]:
         async with connect(server.ws) as ws:
@@ -177,9 +171,8 @@ def test_a_client_that_stops_reading_is_dropped_with_4002_holding_at_most_the_do
 
 
 def test_a_client_that_never_reads_again_is_aborted_and_holds_nothing(strict) -> None:
-    pid = strict.process.pid
     settle(strict, idle)
-    before = fd_count(pid)
+    before = strict.idle_fds()
 
     async def scenario() -> None:
         sock = small_window_socket(strict.port)
@@ -190,9 +183,9 @@ def test_a_client_that_never_reads_again_is_aborted_and_holds_nothing(strict) ->
         await loop.run_in_executor(None, lambda: settle(strict, lambda s: s["sessions"] == 0, timeout=60))
         # the send timeout, then the close's grace: the server aborts the connection
         deadline = time.monotonic() + 4 * SEND_TIMEOUT_S + 10
-        while fd_count(pid) > before and time.monotonic() < deadline:
+        while strict.open_fds() > before and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-        assert fd_count(pid) <= before, (fd_count(pid), before)
+        assert strict.open_fds() <= before, (strict.open_fds(), before)
         ws.transport.abort()
 
     run(scenario())

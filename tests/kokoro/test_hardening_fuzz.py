@@ -11,7 +11,6 @@ every 100 cases /ping answers; at the end the server is idle with no task left o
 from __future__ import annotations
 
 import json
-import os
 import string
 import time
 from collections.abc import Iterator
@@ -201,18 +200,19 @@ class Fuzzer:
 
 @pytest.fixture(scope="module")
 def fuzzer(server) -> Iterator[Fuzzer]:
-    baseline, fds_before = server.wait_idle()["tasks"], server_fds(server)
+    baseline, fds_before = server.wait_idle()["tasks"], server.idle_fds()
     fuzz = Fuzzer(server)
     yield fuzz
     fuzz.ws.close()
     status = server.wait_idle()
     assert (status["sessions"], status["queued"], status["running"]) == (0, 0, 0), status
-    for _ in range(300):  # bounded (30 s): on a loaded machine closed sockets take a while to go
-        if server.ping()["tasks"] <= baseline and server_fds(server) <= fds_before:
+    for _ in range(300):  # bounded (30 s): on a loaded machine finished tasks take a while to go
+        if server.ping()["tasks"] <= baseline:
             break
         time.sleep(0.1)
     assert server.ping()["tasks"] <= baseline, (server.ping(), baseline)
-    assert server_fds(server) <= fds_before, (server_fds(server), fds_before)
+    fds_after = server.fds_down_to(fds_before)  # closed sockets too (polled without a request)
+    assert fds_after <= fds_before, (fds_after, fds_before)
 
 
 @settings(max_examples=LIVE_WS_CASES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -257,27 +257,23 @@ post_bodies = st.one_of(
 )
 
 
-def server_fds(server) -> int:
-    return len(os.listdir(f"/proc/{server.pid}/fd"))
-
-
 @pytest.fixture(scope="module")
 def http(server) -> Iterator[httpx.Client]:
     """After the bodies: the server is idle, and its asyncio tasks (``/ping``) and file descriptors
     (``/proc/<pid>/fd``) are back to what they were before them."""
-    tasks_before, fds_before = server.wait_idle()["tasks"], server_fds(server)
+    tasks_before, fds_before = server.wait_idle()["tasks"], server.idle_fds()
     with httpx.Client(base_url=server.http, timeout=60) as client:
         yield client
     status = server.ping()
     for _ in range(300):  # (30 s) the model finishes what the last bodies asked for; connections wind down
-        if (status["queued"], status["running"]) == (0, 0) and status["tasks"] <= tasks_before \
-                and server_fds(server) <= fds_before:
+        if (status["queued"], status["running"]) == (0, 0) and status["tasks"] <= tasks_before:
             break
         time.sleep(0.1)
         status = server.ping()
     assert (status["queued"], status["running"]) == (0, 0), status
     assert status["tasks"] <= tasks_before, (status["tasks"], tasks_before)
-    assert server_fds(server) <= fds_before, (server_fds(server), fds_before)
+    fds_after = server.fds_down_to(fds_before)
+    assert fds_after <= fds_before, (fds_after, fds_before)
 
 
 @settings(max_examples=LIVE_POST_CASES, deadline=None, suppress_health_check=list(HealthCheck), database=None)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -93,10 +92,6 @@ async def run_post(base: str, script: Any) -> None:
                     break  # leave mid-stream: the connection is dropped with the response
 
 
-def fds(pid: int) -> int:
-    return len(os.listdir(f"/proc/{pid}/fd"))
-
-
 class Run:
     cases = 0
 
@@ -104,16 +99,18 @@ class Run:
 @pytest.fixture(scope="module")
 def baseline(server) -> Iterator[tuple[int, int]]:
     status = server.wait_idle()
-    before = (status["tasks"], fds(server.process.pid))
+    before = (status["tasks"], server.idle_fds())
     yield before
     status = server.wait_idle()
     assert (status["sessions"], status["queued"], status["running"]) == (0, 0, 0), status
-    for _ in range(100):  # bounded: closed sockets and finished tasks are released
-        now = (server.ping()["tasks"], fds(server.process.pid))
-        if now[0] <= before[0] and now[1] <= before[1]:
+    for _ in range(100):  # bounded: finished tasks are released
+        tasks = server.ping()["tasks"]
+        if tasks <= before[0]:
             break
         time.sleep(0.1)
-    assert now[0] <= before[0] and now[1] <= before[1], (now, before)
+    assert tasks <= before[0], (tasks, before)
+    fds_after = server.fds_down_to(before[1])  # closed sockets too (polled without a request)
+    assert fds_after <= before[1], (fds_after, before)
 
 
 @settings(max_examples=CASES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
