@@ -24,6 +24,9 @@ def test_defaults_and_overrides(tmp_path) -> None:
     assert Settings.from_env(paced).decoder_pace == 0.2
     assert Settings.from_env({**paced, "KOKORO_DECODER_PACE": "measure"}).decoder_pace is None
     assert Settings.from_env({**paced, "KOKORO_DECODER_PACE": "0"}).decoder_pace == 0.0  # growth alone
+    assert settings.first_audio_s == 0.5
+    graced = {"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_FIRST_AUDIO_S": "0"}
+    assert Settings.from_env(graced).first_audio_s == 0.0  # a first window due at once
 
 
 @pytest.mark.parametrize(("env", "variable"), [
@@ -36,6 +39,9 @@ def test_defaults_and_overrides(tmp_path) -> None:
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_MAX_REQUEST_AGE_S": "-1"}, "KOKORO_MAX_REQUEST_AGE_S"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_DECODER_PACE": "-0.1"}, "KOKORO_DECODER_PACE"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_DECODER_PACE": "fast"}, "KOKORO_DECODER_PACE"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "-0.5"}, "KOKORO_FIRST_AUDIO_S"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "11"}, "KOKORO_FIRST_AUDIO_S"),  # past the slack cap
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "soon"}, "KOKORO_FIRST_AUDIO_S"),
 ])
 def test_bad_settings_name_the_variable(env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError) as error:

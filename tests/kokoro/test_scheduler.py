@@ -135,7 +135,8 @@ class _Made:
 
 
 # Each case: jobs submitted while the worker is held, as (owner, name, seconds of audio the job
-# makes, clock advance before submitting), and the order the worker must run them in.
+# makes, clock advance before submitting), and the order the worker must run them in. The clock
+# stands still while jobs run; a first window is due DEFAULT_FIRST_AUDIO_S (0.5 s) after it is asked for.
 DEADLINE_CASES = {
     "first windows of new sessions pass a session that is seconds ahead": (
         [("ahead", "a0", 5.0, 0.0), ("ahead", "a1", 5.0, 0.0), ("new", "n0", 0.5, 0.1), ("new2", "m0", 0.5, 0.1)],
@@ -144,6 +145,11 @@ DEADLINE_CASES = {
     "with nothing playing, owners go in submission order": (
         [("x", "x0", 0.0, 0.0), ("y", "y0", 0.0, 0.0), ("x", "x1", 0.0, 0.0), ("z", "z0", 0.0, 0.0)],
         ["x0", "y0", "x1", "z0"],
+    ),
+    "a listener running dry within the first-audio grace goes before a new session's first window": (
+        [("playing", "p0", 0.3, 0.0), ("playing", "p1", 0.3, 0.0), ("playing", "p2", 0.3, 0.0),
+         ("new", "n0", 0.5, 0.0)],
+        ["p0", "p1", "n0", "p2"],  # p1 is due at 100.3, n0 at 100.5, p2 at 100.6
     ),
     "the listener that runs dry first goes first": (
         [("long", "l0", 3.0, 0.0), ("short", "s0", 0.5, 0.0), ("long", "l1", 1.0, 0.0), ("short", "s1", 0.5, 0.0),
@@ -173,6 +179,29 @@ def test_deadline_first_runs_the_listener_closest_to_silence(jobs, expected) -> 
             futures.append(scheduler.submit(owner, job, audio_s=lambda made: made.seconds))
         gate.set()
         await asyncio.gather(blocker, *futures)
+        await scheduler.stop()
+        return ran
+
+    assert asyncio.run(scenario()) == expected
+
+
+@pytest.mark.parametrize(("first_audio_s", "expected"), [(0.0, ["n0", "p1"]), (0.2, ["n0", "p1"]),
+                                                       (0.5, ["p1", "n0"])])
+def test_the_first_audio_grace_decides_between_a_new_session_and_a_listener_near_silence(
+        first_audio_s: float, expected: list[str]) -> None:
+    """The playing listener has 0.3 s of audio left when a new session asks for its first window."""
+    async def scenario() -> list[str]:
+        clock = _Clock()
+        scheduler = Scheduler(workers=1, clock=clock, first_audio_s=first_audio_s)
+        await scheduler.start()
+        ran: list[str] = []
+        await scheduler.submit("playing", lambda: 0.3, audio_s=float)
+        gate = threading.Event()
+        blocker = scheduler.submit("warm", gate.wait)
+        later = [scheduler.submit("playing", lambda: ran.append("p1") or 0.3, audio_s=float),
+                 scheduler.submit("new", lambda: ran.append("n0") or 0.5, audio_s=float)]
+        gate.set()
+        await asyncio.gather(blocker, *later)
         await scheduler.stop()
         return ran
 
@@ -222,6 +251,13 @@ def test_a_job_is_never_due_later_than_its_slack_so_no_session_starves() -> None
     ran, deadlines = asyncio.run(scenario())
     assert deadlines == [102.0]  # submitted at 100.0, capped at 2 s of slack although 60 s are buffered
     assert ran == ["far0", "new0", "far1", "new1", "new2"]
+
+
+def test_a_first_audio_grace_past_the_slack_is_refused() -> None:
+    with pytest.raises(ValueError, match="first_audio_s"):
+        Scheduler(max_slack_s=2.0, first_audio_s=3.0)
+    with pytest.raises(ValueError, match="first_audio_s"):
+        Scheduler(first_audio_s=-0.1)
 
 
 def test_round_robin_and_deadline_are_the_only_policies() -> None:

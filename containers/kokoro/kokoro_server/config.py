@@ -9,6 +9,8 @@ from pathlib import Path
 
 from voicestream.protocol import MAX_TEXT_CHARS, aws
 
+from .scheduler import DEFAULT_FIRST_AUDIO_S, DEFAULT_MAX_SLACK_S
+
 SAGEMAKER_MODEL_DIR = Path("/opt/ml/model")
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
 
@@ -43,7 +45,8 @@ def _pace(raw: str | None) -> float | None:
     return value
 
 
-def _seconds(env: dict[str, str], name: str, default: float) -> float:
+def _seconds(env: dict[str, str], name: str, default: float, *, most: float | None = None) -> float:
+    """Positive seconds; with ``most``, 0 to ``most`` (a grace, where 0 means none)."""
     raw = env.get(name)
     if raw is None or raw == "":
         return default
@@ -51,7 +54,10 @@ def _seconds(env: dict[str, str], name: str, default: float) -> float:
         value = float(raw)
     except ValueError:
         raise ConfigError(f"{name}: expected a number of seconds, got {raw!r}") from None
-    if not value > 0 or value == float("inf"):
+    if most is not None:
+        if not 0 <= value <= most:
+            raise ConfigError(f"{name}: must be 0 to {most:g} seconds, got {raw!r}")
+    elif not value > 0 or value == float("inf"):
         raise ConfigError(f"{name}: must be a positive number of seconds, got {raw!r}")
     return value
 
@@ -92,6 +98,9 @@ class Settings:
     """windowed: windows that grow with the audio before them in the speech (synth.py);
     windowed_per_chunk: each chunk's windows start small; one_shot: first audio after the whole chunk."""
     scheduler: str = "deadline"  # deadline: earliest listener to run dry first; round_robin: owners in turn
+    first_audio_s: float = DEFAULT_FIRST_AUDIO_S
+    """Deadline scheduling: a new session's first window is due this long after it is asked for, so
+    a listener that would run dry sooner goes first (scheduler.DEFAULT_FIRST_AUDIO_S)."""
     decoder_pace: float | None = None
     """Decoder seconds per audio second that windows must keep up with (WindowPlan.pace); None
     (the default, ``KOKORO_DECODER_PACE=measure``): measured at warm-up (0 without warm-up); 0:
@@ -125,6 +134,8 @@ class Settings:
             decoding=decoding,
             decoder_pace=_pace(env.get("KOKORO_DECODER_PACE")),
             scheduler=scheduler,
+            first_audio_s=_seconds(env, "KOKORO_FIRST_AUDIO_S", DEFAULT_FIRST_AUDIO_S,
+                                   most=DEFAULT_MAX_SLACK_S),
             engine=engine,
             device=device,
             default_voice=env.get("KOKORO_DEFAULT_VOICE") or None,
