@@ -99,7 +99,9 @@ def build(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
     eight = next((c for c in concurrency if c["sessions"] == 8), None)
     ladder_ratio = (eight["ttfa_p95_ms"] / single["ttfa_p50_ms"]) if single and eight else None
     first_model_ms = _median([p.get("first_audio_synthesis_ms", p["synthesis_ms"]) for p in probes])
-    floor_ratio = (eight["ttfa_p95_ms"] / (8 * first_model_ms)) if eight and first_model_ms else None
+    # The ladder's TTFA counts from the answer's start: its text arrives first_fragment_ms later.
+    arrives = raw["ladder_scenario"]["first_fragment_ms"]
+    floor_ratio = ((eight["ttfa_p95_ms"] - arrives) / (8 * first_model_ms)) if eight and first_model_ms else None
     chunker = raw["chunker"]
     scenario = raw["scenario"]
     results: dict[str, Any] = {
@@ -150,8 +152,7 @@ def build(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
                 cost is not None and cost <= 2.0),
         _target("p95 TTFA at 8 sessions / single-session p50 TTFA", "<= 3x", ladder_ratio,
                 ladder_ratio is not None and ladder_ratio <= 3.0),
-        # Eight first fragments on one engine cannot all be first: the floor is eight model runs.
-        _target("p95 TTFA at 8 sessions / (8 x first-window model time)", "<= 1.2x", floor_ratio,
+        _target("p95 TTFA at 8 sessions from the text's arrival / (8 x first-window model time)", "<= 1.2x", floor_ratio,
                 floor_ratio is not None and floor_ratio <= 1.2),
     ]
     return results
@@ -165,9 +166,6 @@ def _engine_rtf(probes: list[dict[str, float]]) -> float | None:
 
 def _target(name: str, goal: str, value: float | None, met: bool) -> dict[str, Any]:
     return {"name": name, "target": goal, "value": _r(value, 3), "met": bool(met) if value is not None else None}
-
-
-# --------------------------------------------------------------------------------------------
 
 
 def summary_text(results: dict[str, Any]) -> str:
