@@ -70,6 +70,7 @@ def small_window_socket(port: int) -> socket.socket:
 def test_ping_reports_limits_and_task_count(server) -> None:
     status = server.ping()
     assert status["busy"] is False and status["max_sessions"] == 64
+    assert 0 < status["decoder_pace"] < 10  # measured at warm-up (windowed decoding is the default)
     assert isinstance(status["tasks"], int) and status["tasks"] >= 1
 
 

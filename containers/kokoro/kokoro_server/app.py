@@ -70,6 +70,9 @@ async def ping(request: Request) -> JSONResponse:
         # transport's write buffer): bounded by outbox.HELD_BYTES_MAX (tests/kokoro/test_hardening_faults.py)
         "held_bytes_max": max((session.held_bytes() for session in list(state.live)), default=0),
         "tasks": len(asyncio.all_tasks()),  # asyncio tasks alive in the server: a leak shows here
+        # the decoder pace windows are sized to (measured at warm-up, or KOKORO_DECODER_PACE); null
+        # when decoding in one shot: benchmarks pin it so that servers they compare cut alike
+        "decoder_pace": None if synth.plan is None else synth.plan.pace,
     })
 
 
