@@ -41,7 +41,6 @@ class Server(KokoroProcess):
             time.sleep(0.1)
         return status
 
-
     def open_fds(self) -> int:
         """File descriptors the server process holds now (``/proc/<pid>/fd``)."""
         return len(os.listdir(f"/proc/{self.pid}/fd"))

@@ -183,10 +183,8 @@ def test_a_client_that_never_reads_again_is_aborted_and_holds_nothing(strict) ->
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(None, lambda: settle(strict, lambda s: s["sessions"] == 0, timeout=60))
         # the send timeout, then the close's grace: the server aborts the connection
-        deadline = time.monotonic() + 4 * SEND_TIMEOUT_S + 10
-        while strict.open_fds() > before and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        assert strict.open_fds() <= before, (strict.open_fds(), before)
+        after = await loop.run_in_executor(None, lambda: strict.fds_down_to(before, timeout_s=4 * SEND_TIMEOUT_S + 10))
+        assert after <= before, (after, before)
         ws.transport.abort()
 
     run(scenario())
