@@ -111,11 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     text = paragraph(args.sentences)
     engine.synthesize("hˈɛlO", model.voices[voice][4], 1.0)  # warm the engine
     from kokoro_server.g2p import Phonemizer
-    from kokoro_server.model_dir import style_for
-    from kokoro_server.synth import WARM_UP_TEXT, decoder_pace
+    from kokoro_server.synth import warm_up_pace
 
-    warm = Phonemizer().phonemize(WARM_UP_TEXT, voice=voice)[0]
-    pace = decoder_pace(engine, warm, style_for(model.voices[voice], warm))  # once, as the server at warm-up
+    pace = warm_up_pace(engine, Phonemizer(), voice=voice, pack=model.voices[voice])  # once, as the server
     result: dict = {"engine": engine.name, "sentences": args.sentences, "chars": len(text), "pace": round(pace, 4)}
     sides = (
         ("loop", lambda: loop(engine, model.voices, voice, text)),

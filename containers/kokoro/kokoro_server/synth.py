@@ -162,8 +162,8 @@ class Synthesizer:
 
     def measure_pace(self, *, runs: int = 3) -> float:
         """This machine's decoder pace (``decoder_pace`` on the warm-up sentence); after warm_up."""
-        chunk = self.phonemizer.phonemize(WARM_UP_TEXT, voice=self.default_voice)[0]
-        return decoder_pace(self.engine, chunk, style_for(self.voice_book.pack(self.default_voice), chunk), runs=runs)
+        return warm_up_pace(self.engine, self.phonemizer, voice=self.default_voice,
+                            pack=self.voice_book.pack(self.default_voice), runs=runs)
 
     def keep_up(self, pace: float) -> None:
         """Size windows so the decoder at ``pace`` keeps ahead of the listener (WindowPlan.pace);
@@ -175,6 +175,12 @@ class Synthesizer:
         """Drop queued G2P and wait for the one running: spaCy's pipeline is never used by two
         threads, nor torn down under one."""
         self._g2p.shutdown(wait=True, cancel_futures=True)
+
+
+def warm_up_pace(engine: Engine, phonemizer: Phonemizer, *, voice: str, pack: np.ndarray, runs: int = 3) -> float:
+    """``decoder_pace`` on the warm-up sentence: the pace a server measures at warm-up."""
+    chunk = phonemizer.phonemize(WARM_UP_TEXT, voice=voice)[0]
+    return decoder_pace(engine, chunk, style_for(pack, chunk), runs=runs)
 
 
 def decoder_pace(engine: Engine, phonemes: str, style: np.ndarray, *, runs: int = 3) -> float:
