@@ -24,7 +24,9 @@ def test_windows_cover_every_frame_once_in_order(frames: int, plan: WindowPlan) 
     windows = plan_windows(frames, plan)
     assert windows[0].start == 0 and windows[-1].end == frames
     assert all(a.end == b.start for a, b in zip(windows, windows[1:]))
-    assert windows[0].end == min(frames, plan.first) or len(windows) == 1
+    # `first` frames first; more where a pace needs it, up to the `continued` cap
+    paced_first = bool(plan.pace) and plan.first < windows[0].end <= min(plan.continued, plan.largest)
+    assert windows[0].end == min(frames, plan.first) or len(windows) == 1 or paced_first
     sizes = [w.end - w.start for w in windows]
     assert all(s >= plan.first for s in sizes[:-1]) and max(sizes) <= max(plan.largest + plan.first, frames if len(windows) == 1 else 0)
     for w in windows:
@@ -109,8 +111,10 @@ def test_windows_grow_with_the_audio_the_speech_made_before_them(frames: int, be
     (0.0, 475, [20, 80, 375]),          # no pace: growth alone
     (0.01, 475, [20, 80, 375]),         # a GPU's pace: growth decides
     (0.152, 475, [20, 52, 227, 176]),   # this CPU's: the second window fits in the first's 0.5 s
-    (0.19, 475, [20, 40, 125, 290]),    # never below doubling: smaller windows fall further behind
-    (0.4, 1500, [20, 40, 120, 360, 480, 480]),
+    (0.17, 475, [20, 42, 157, 256]),    # never below doubling: smaller windows fall further behind
+    (0.19, 475, [24, 48, 163, 240]),    # 20 frames would not cover 40 and their context: a larger first
+    (0.25, 208, [50, 100, 58]),         # a slow host: first audio later, and no silence after it
+    (0.4, 1500, [160, 320, 480, 480, 60]),  # no first window keeps up: the largest allowed (continued)
     (0.1, 99, [20, 79]),                # a last window without right context fits as it is
     (0.152, 99, [20, 52, 27]),          # one that does not fit leaves a last window of its own
 ])
@@ -118,7 +122,7 @@ def test_windows_keep_up_with_the_decoders_pace(pace: float, frames: int, sizes:
     assert [w.end - w.start for w in plan_windows(frames, WindowPlan(pace=pace))] == sizes
 
 
-@pytest.mark.parametrize("pace", [0.05, 0.1, 0.12, 0.152])
+@pytest.mark.parametrize("pace", [0.05, 0.1, 0.12, 0.152, 0.19, 0.25, 0.3])
 @pytest.mark.parametrize("frames", [61, 99, 160, 300, 475, 510 * 3])
 def test_a_decoder_at_the_plans_pace_keeps_ahead_of_the_listener(pace: float, frames: int) -> None:
     """Windows decoded back to back at ``pace`` (frames of playing time per decoded frame), played

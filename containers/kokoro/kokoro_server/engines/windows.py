@@ -38,7 +38,7 @@ held every window to 20 frames (each decoding 60), and four sessions arriving at
 
 @dataclass(frozen=True, kw_only=True)
 class WindowPlan:
-    """How to cut frames into windows: ``first`` frames first, then each window ``growth`` times
+    """How to cut frames into windows: ``first`` frames first (more at a slow pace), then each window ``growth`` times
     all the frames before it (the audio a listener has buffered while it is decoded), at most
     ``largest``; a remainder shorter than ``first`` joins the last window. Fewer, larger windows
     differ less from one shot (the decoder normalises over each window's whole length): growth 4
@@ -72,7 +72,8 @@ class WindowPlan:
     pace: float = 0.0
     """The decoder's seconds per second of audio on this machine (0: no limit). With it, no window
     after the first decodes (its frames and context) for longer than HEADROOM of the audio the
-    listener has queued by then, assuming the windows run back to back, down to PACED_GROWTH_FLOOR:
+    listener has queued by then, assuming the windows run back to back, down to PACED_GROWTH_FLOOR,
+    and a speech's first window is as large as that needs (windows._paced_first):
     on 2 CPU cores the decoder runs at ~0.15-0.25 and growth 4 alone made the second window (80
     frames and 40 of context) take 0.47-0.57 s against the first's 0.5 s of audio. A GPU's pace
     leaves growth to decide. Measured at warm-up unless KOKORO_DECODER_PACE says otherwise: docs/models.md."""
@@ -112,22 +113,29 @@ def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> li
 
     ``before``: frames the same speech made ahead of these (its earlier chunks). Windows grow with
     all the audio before them, so a chunk that follows enough audio is one window: its listener
-    has that audio to hear while the chunk is decoded, and gets exactly the one-shot render."""
+    has that audio to hear while the chunk is decoded, and gets exactly the one-shot render.
+    A speech's first window is ``plan.first`` frames, or more where the pace needs it
+    (:func:`_paced_first`)."""
     if frames < 1:
         raise ValueError(f"frames: must be at least 1, got {frames}")
     if before < 0:
         raise ValueError(f"before: must be 0 or more frames, got {before}")
     if plan is None:
         return [Window(0, frames, 0, frames, 0)]
+    first = _paced_first(frames, plan) if plan.pace and not before else plan.first
+    return _windows(_bounds(frames, plan, before=before, first=first), frames, plan)
+
+
+def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int) -> list[int]:
     bounds = [0]
     queued = float(before)  # frames the listener has queued when the next window starts (pace)
     while bounds[-1] < frames:
         done = bounds[-1]
         made = before + done
         cap = min(plan.continued, plan.largest) if done == 0 else plan.largest
-        size = plan.first if made == 0 else min(cap, max(plan.first, int(round(plan.growth * made))))
+        size = first if made == 0 else min(cap, max(plan.first, int(round(plan.growth * made))))
         allowed = max(plan.first, _frames_in_time(queued, plan), int(round(PACED_GROWTH_FLOOR * made)))
-        size = min(size, allowed)  # a first window (first frames) is always allowed
+        size = size if made == 0 else min(size, allowed)  # a first window is always allowed
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
             end = frames
@@ -136,6 +144,10 @@ def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> li
         bounds.append(end)
         decoded = end - done + (plan.context if done else 0) + (plan.context if end < frames else 0)
         queued = (end - done) if made == 0 else queued - decoded * plan.pace + (end - done)
+    return bounds
+
+
+def _windows(bounds: list[int], frames: int, plan: WindowPlan) -> list[Window]:
     windows = []
     for start, end in zip(bounds, bounds[1:]):
         last = end >= frames
@@ -144,6 +156,33 @@ def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> li
             frames if last else min(frames, end + plan.context), 0 if last else plan.crossfade,
         ))
     return windows
+
+
+def keeps_up(windows: list[Window], pace: float) -> bool:
+    """Whether a decoder at ``pace``, decoding ``windows`` back to back, takes at most HEADROOM of
+    the audio queued when each window after the first starts (playback from the first's end)."""
+    clock, made, played_from = 0.0, 0, None
+    for window in windows:
+        decode = (window.hi - window.lo) * pace
+        if played_from is not None and decode > HEADROOM * (made - (clock - played_from)) + 1e-9:
+            return False
+        clock += decode
+        played_from = clock if played_from is None else played_from
+        made += window.end - window.start
+    return True
+
+
+def _paced_first(frames: int, plan: WindowPlan) -> int:
+    """The smallest first window, from ``plan.first`` up to ``plan.continued`` frames, after which
+    the windows keep up with the pace (:func:`keeps_up`); ``plan.continued`` if none does. Past a
+    pace of ~0.17 on 2 CPU cores, 20 frames (0.5 s) do not cover the next window at the
+    doubling floor (40 frames and 40 of context): the listener would run dry in the sentence's
+    first second, alone on the engine."""
+    most = min(frames, plan.continued, plan.largest)
+    for first in range(plan.first, most + 1):
+        if keeps_up(_windows(_bounds(frames, plan, before=0, first=first), frames, plan), plan.pace):
+            return first
+    return most
 
 
 def _frames_in_time(queued: float, plan: WindowPlan) -> int:
