@@ -230,7 +230,8 @@ class Decoding:
         self.frames = frames
         self.durations = durations
         self.samples_per_frame = 0  # known after the first step (word timestamps map frames to samples)
-        self.windows = plan_windows(frames, plan)
+        self._before = 0  # frames the speech made ahead of this chunk (follow)
+        self._windows: list[Window] | None = None  # planned on first use: follow may change ``before``
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
         self._next = 0
         self._joiner: Joiner | None = None
@@ -244,8 +245,14 @@ class Decoding:
         with self._lock:
             if self._next:
                 raise RuntimeError("follow: a window is already decoded")
-            if self._plan is not None:
-                self.windows = plan_windows(self.frames, self._plan, before=frames_before)
+            self._before, self._windows = frames_before, None
+
+    @property
+    def windows(self) -> list[Window]:
+        """The chunk's windows, planned once (a first window sized to the pace costs a search)."""
+        if self._windows is None:
+            self._windows = plan_windows(self.frames, self._plan, before=self._before)
+        return self._windows
 
     @property
     def done(self) -> bool:
