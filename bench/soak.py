@@ -93,7 +93,8 @@ async def _wait_idle(http: httpx.AsyncClient, *, timeout: float = 30.0) -> dict[
     deadline = time.monotonic() + timeout
     status = await _ping(http)
     while time.monotonic() < deadline:
-        if (status["sessions"], status["queued"], status["running"]) == (0, 0, 0):
+        # settled: the idle trim has run too, so an RSS read now is not one it is about to lower
+        if (status["sessions"], status["queued"], status["running"], status.get("settled", True)) == (0, 0, 0, True):
             break
         await asyncio.sleep(0.1)
         status = await _ping(http)

@@ -357,3 +357,35 @@ def test_with_two_workers_one_owners_jobs_still_run_one_at_a_time(policy) -> Non
     most, order = asyncio.run(scenario())
     assert most == {"a": 1, "b": 1}
     assert [n for n in order if n[0] == "a"] == ["a0", "a1", "a2", "a3"]
+
+
+def test_settled_waits_for_the_idle_trim(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/ping's ``settled``: idle is not enough while the trim that hands freed memory back runs
+    (the soak reads the server's RSS only once it is settled)."""
+    import kokoro_server.scheduler as module
+
+    entered, gate = threading.Event(), threading.Event()
+
+    def held_trim() -> None:  # the trim, held until the test has looked
+        entered.set()
+        gate.wait(10)
+
+    monkeypatch.setattr(module, "release_free_memory", held_trim)
+
+    async def scenario() -> list[bool]:
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        seen = [scheduler.settled]  # nothing ran yet: nothing to hand back
+        await scheduler.submit("s", lambda: None)
+        await asyncio.to_thread(entered.wait, 10)
+        seen += [scheduler.idle, scheduler.settled]
+        gate.set()
+        for _ in range(100):  # bounded: the trim returns at once now
+            if scheduler.settled:
+                break
+            await asyncio.sleep(0.01)
+        seen.append(scheduler.settled)
+        await scheduler.stop()
+        return seen
+
+    assert asyncio.run(scenario()) == [True, True, False, True]

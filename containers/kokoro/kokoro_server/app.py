@@ -63,6 +63,7 @@ async def ping(request: Request) -> JSONResponse:
         "busy": state.sessions >= settings.max_sessions,  # new sessions are refused with 1013
         "queued": scheduler.queued,
         "running": scheduler.running,
+        "settled": scheduler.settled,  # idle, with the idle trim done: memory readings hold still
         # model jobs that finished for a session or request that no longer exists: at most one per
         # client that left while its job was on the model (tests/kokoro/test_hardening_vanish.py)
         "orphaned_jobs": scheduler.orphaned,

@@ -98,6 +98,7 @@ class Scheduler:
         self.orphaned = 0  # jobs that finished after their owner left (forget_owner)
         self.trims = 0  # times the idle queue handed freed memory back (release_free_memory)
         self._completed_at_trim = 0
+        self._trimming = False
         self._in_flight: collections.Counter[Hashable] = collections.Counter()
         self._gone: set[Hashable] = set()
 
@@ -108,6 +109,12 @@ class Scheduler:
     @property
     def idle(self) -> bool:
         return self.running == 0 and self.queued == 0
+
+    @property
+    def settled(self) -> bool:
+        """Idle, and the memory the last jobs freed handed back: a reading of the process's memory
+        taken now is not one the idle trim is about to lower."""
+        return self.idle and not self._trimming and self.completed == self._completed_at_trim
 
     async def start(self) -> None:
         self._wakeup = asyncio.Event()
@@ -240,7 +247,11 @@ class Scheduler:
                 if self.running == 0 and self.completed > self._completed_at_trim:
                     self._completed_at_trim = self.completed
                     self.trims += 1
-                    await loop.run_in_executor(self._executor, release_free_memory)
+                    self._trimming = True
+                    try:
+                        await loop.run_in_executor(self._executor, release_free_memory)
+                    finally:
+                        self._trimming = False
                     continue  # a job may have arrived meanwhile
                 await self._wakeup.wait()
                 continue
