@@ -38,9 +38,9 @@ held every window to 20 frames (each decoding 60), and four sessions arriving at
 
 @dataclass(frozen=True, kw_only=True)
 class WindowPlan:
-    """How to cut frames into windows: ``first`` frames first (more at a slow pace), then each window ``growth`` times
-    all the frames before it (the audio a listener has buffered while it is decoded), at most
-    ``largest``; a remainder shorter than ``first`` joins the last window. Fewer, larger windows
+    """How to cut frames into windows: ``first`` frames first (more at a slow pace), then each
+    window ``growth`` times all the frames before it (the audio a listener has buffered while it is
+    decoded), at most ``largest``; a remainder shorter than ``first`` joins the last window. Fewer, larger windows
     differ less from one shot (the decoder normalises over each window's whole length): growth 4
     gave the 37-word sentence the lowest distance from one shot of the plans tried, with no stall on
     a 2-core CPU, and the 6-word one a fourth of growth 2's (bench/results/windowing.json). That
@@ -133,9 +133,11 @@ def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int) -> list[i
         done = bounds[-1]
         made = before + done
         cap = min(plan.continued, plan.largest) if done == 0 else plan.largest
-        size = first if made == 0 else min(cap, max(plan.first, int(round(plan.growth * made))))
         allowed = max(plan.first, _frames_in_time(queued, plan), int(round(PACED_GROWTH_FLOOR * made)))
-        size = size if made == 0 else min(size, allowed)  # a first window is always allowed
+        if made == 0:
+            size = first  # a first window is always allowed
+        else:
+            size = min(cap, max(plan.first, int(round(plan.growth * made))), allowed)
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
             end = frames
