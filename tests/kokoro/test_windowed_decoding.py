@@ -160,7 +160,8 @@ def test_a_speech_yields_every_window_in_order() -> None:
             for job in sentence_jobs(chunk)]
     made = 0
     for phonemes in jobs:
-        decoding = ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0, plan=WindowPlan())
+        plan = WindowPlan().alone() if made else WindowPlan()  # no other session waits on the engine
+        decoding = ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0, plan=plan)
         decoding.follow(made)  # windows grow with the audio the speech made before them
         made += decoding.frames
         expected += [decoding.step() for _ in range(decoding.remaining)]
@@ -355,3 +356,29 @@ def test_an_utterance_spoken_while_earlier_audio_plays_is_one_window_and_starts_
         assert len(windows) == len(fresh_windows)
         for got, want in zip(windows, fresh_windows):
             np.testing.assert_array_equal(got, want)
+
+
+def test_a_later_sentence_holds_the_engine_longer_only_while_no_other_session_waits() -> None:
+    """WindowPlan.continued_alone: alone, the long sentence after the short one starts with a
+    240-frame window; while another session's job waits, with ``continued`` frames (160)."""
+
+    async def first_windows(*, other_waits: bool) -> list[int]:
+        scheduler = Scheduler(workers=1, clock=lambda: 0.0)
+        await scheduler.start()
+        synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
+        speech = aiter(synth.speech(owner="session", pieces=[SHORT, LONG], voice=VOICE, speed=1.0))
+        samples = [len((await anext(speech)).synthesis.audio)]  # the engine has our work from here on
+        if other_waits:  # its listener gets 30 s queued, so its next job is due after all of ours
+            scheduler.submit("another session", lambda: None, audio_s=lambda _: 30.0)
+            waiting = scheduler.submit("another session", lambda: None)
+        samples += [len(c.synthesis.audio) async for c in speech]
+        if other_waits:
+            await waiting
+        await scheduler.stop()
+        synth.close()
+        return samples
+
+    alone, shared = asyncio.run(first_windows(other_waits=False)), asyncio.run(first_windows(other_waits=True))
+    short_windows = 2  # 20 frames, then the rest
+    assert alone[:short_windows] == shared[:short_windows] and sum(alone) == sum(shared)
+    assert (alone[short_windows], shared[short_windows]) == (240 * 600, 160 * 600)

@@ -178,6 +178,12 @@ class Scheduler:
             return None
         return self._deadline(state, state.jobs[0])
 
+    def shared(self, owner: Hashable) -> bool:
+        """Whether another owner has a job queued or on the model: a long job of ``owner`` would
+        hold it up (WindowPlan.continued_alone)."""
+        return any(other != owner and state.jobs for other, state in self._owners.items()) or any(
+            other != owner and count for other, count in self._in_flight.items())
+
     def queued_audio_s(self, owner: Hashable) -> float:
         """Seconds of ``owner``'s audio made and not yet heard, by the deadline policy's account
         (playback from the first byte, in real time; 0 for an owner with nothing playing)."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -58,7 +58,17 @@ class WindowPlan:
     and no such window holds the engine long enough to starve other sessions (on a 2-core CPU,
     4 sessions arriving at random stalled about 6.4 s per audio minute with 480 here, 1.2 s with
     160, round-robin 2.5 s: medians of bench/design.py arrival runs, made before a speech queued its
-    next window from the scheduler's completion hook, and not repeated since)."""
+    next window from the scheduler's completion hook). Paired again since, 240 against 160 (six
+    start patterns, pace 0.22): stall alike (2 sessions none; 4 sessions 10.1 against 9.0 s per
+    audio minute), median p95 first audio at 4 sessions 1.47 against 1.29 s."""
+
+    continued_alone: int = 240
+    """``continued`` for a chunk that no other session's job waits behind (Scheduler.shared): the
+    cap keeps a long window from holding up other listeners, and alone it only costs, since a chunk
+    cut at the cap decodes its context twice (a 193-frame sentence cut 160 and 33 decodes 40 frames
+    more). Paired, a paragraph sent as one message took 7.33 s with 240 here against 7.90 s with
+    160 (fastest of six runs each; medians 8.19 and 8.85 s); 240 for every chunk, alone or not,
+    raised the median p95 first audio of 4 arriving sessions from 1.29 to 1.47 s (docs/models.md)."""
 
     carry: int = 60
     """A speech that starts while its owner's listener still has at least this many frames of
@@ -94,6 +104,13 @@ class WindowPlan:
             raise ValueError(f"largest: must be at least first ({self.first}), got {self.largest}")
         if self.continued < self.first:
             raise ValueError(f"continued: must be at least first ({self.first}), got {self.continued}")
+        if self.continued_alone < self.continued:
+            raise ValueError(f"continued_alone: must be at least continued ({self.continued}), got {self.continued_alone}")
+
+    def alone(self) -> WindowPlan:
+        """This plan for a chunk that follows earlier audio of its speech while no other session's
+        job waits: its first window may hold ``continued_alone`` frames."""
+        return replace(self, continued=self.continued_alone)
 
 
 @dataclass(frozen=True)
