@@ -12,12 +12,14 @@ of the speech as soon as it exists. Windows are separate scheduler jobs, so othe
 interleaves between them and a cancel drops the windows not yet decoded.
 
 Windows grow with all the audio the speech made before them, across its chunks: a sentence that
-follows enough audio is one window (up to WindowPlan.continued frames), decoded exactly as in one
-shot, since its listener has that audio to hear meanwhile. Only a speech's start pays for small windows (their context frames are
-decoded twice). A speech that starts while its owner's earlier audio still plays (a session's next
+follows enough audio is one window (up to WindowPlan.continued frames, continued_alone while no
+other session's job waits), decoded exactly as in one shot, since its listener has that audio to
+hear meanwhile. Only a speech's start pays for small windows (their context frames are decoded
+twice). A speech that starts while its owner's earlier audio still plays (a session's next
 utterance) starts from WindowPlan.carry frames instead of none. The windows depend on the text,
-whether it was carried (one bit of timing: two renders per text), and with KOKORO_DECODER_PACE the
-decoder pace set or measured at warm-up (WindowPlan.pace), nothing else.
+whether it was carried, whether another session waited when a later chunk was queued (two bits
+of timing), and with KOKORO_DECODER_PACE the decoder pace set or measured at warm-up
+(WindowPlan.pace), nothing else.
 """
 
 from __future__ import annotations
