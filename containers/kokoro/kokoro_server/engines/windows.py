@@ -66,9 +66,10 @@ class WindowPlan:
     """``continued`` for a chunk that no other session's job waits behind (Scheduler.shared): the
     cap keeps a long window from holding up other listeners, and alone it only costs, since a chunk
     cut at the cap decodes its context twice (a 193-frame sentence cut 160 and 33 decodes 40 frames
-    more). Paired, a paragraph sent as one message took 7.33 s with 240 here against 7.90 s with
-    160 (fastest of six runs each; medians 8.19 and 8.85 s); 240 for every chunk, alone or not,
-    raised the median p95 first audio of 4 arriving sessions from 1.29 to 1.47 s (docs/models.md)."""
+    more). Paired in one process, a paragraph sent as one message took 7.54 s with 240 here against
+    8.32 s with 160 (fastest of six runs each; medians 8.58 and 8.74 s); 240 for every chunk, alone
+    or not, raised the median p95 first audio of 4 arriving sessions from 1.29 to 1.47 s
+    (docs/models.md)."""
 
     carry: int = 60
     """A speech that starts while its owner's listener still has at least this many frames of
