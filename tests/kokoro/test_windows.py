@@ -51,7 +51,7 @@ def test_no_plan_is_one_window() -> None:
 
 @pytest.mark.parametrize("bad", [dict(first=0), dict(context=0), dict(crossfade=30, context=20), dict(growth=0.5),
                                  dict(first=50, largest=40), dict(continued=10), dict(pace=-0.1),
-                                 dict(carry=-1)])
+                                 dict(carry=-1), dict(continued_alone=100)])
 def test_bad_plans_name_the_field(bad: dict) -> None:
     with pytest.raises(ValueError, match=next(iter(bad)) if "crossfade" not in bad else "crossfade"):
         WindowPlan(**bad)
