@@ -109,14 +109,15 @@ class Synthesizer:
         ``frames_before``: what the same speech made ahead of this chunk (windows grow with it).
         ``then``: the scheduler's completion hook (Scheduler.submit)."""
         style = style_for(self.voice_book.pack(voice), phonemes)
+        follows = bool(frames_before) and not self.per_chunk  # with per_chunk, every chunk starts small
         plan = self.plan
-        if plan is not None and frames_before and not self.per_chunk and not self.scheduler.shared(owner):
+        if plan is not None and follows and not self.scheduler.shared(owner):
             plan = plan.alone()  # WindowPlan.continued_alone: no other listener waits behind this chunk
 
         def run() -> TimedSynthesis:
             started = time.perf_counter()
             decoding = self.engine.begin(phonemes, style, speed, plan=plan)
-            if frames_before and not self.per_chunk:
+            if follows:
                 decoding.follow(frames_before)
             audio = decoding.step()
             spent = time.perf_counter() - started
