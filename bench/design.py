@@ -123,15 +123,17 @@ async def sentence_ttfa(target: measure.Target, repeats: int) -> dict[str, Any]:
 
 
 async def arrival_load(
-    target: measure.Target, scenario: Scenario, sessions: int, spread_s: float, patterns: int = 1,
+    target: measure.Target, scenario: Scenario, sessions: int, spread_s: float, patterns: int = 1, *,
+    first_pattern: int = 0,
 ) -> dict[str, Any]:
     """``sessions`` agents starting at seeded random times, ``patterns`` different start patterns
     one after another (one pattern decides little: four sessions landing within a second stall
-    where four spread over six seconds do not); TTFA p95 and stall pooled over them all."""
+    where four spread over six seconds do not); TTFA p95 and stall pooled over them all.
+    ``first_pattern``: the first pattern's number (bench.paired runs them one at a time)."""
     ttfa: list[float] = []
     stall_by_pattern: list[float | None] = []
     stall = audio_s = 0.0
-    for pattern in range(patterns if sessions > 1 else 1):
+    for pattern in range(first_pattern, first_pattern + (patterns if sessions > 1 else 1)):
         rng = random.Random(ARRIVAL_SEED + sessions + 1000 * pattern)
         starts = sorted(rng.uniform(0.0, spread_s) for _ in range(sessions))
         sockets = [await measure.open_ws(target) for _ in range(sessions)]

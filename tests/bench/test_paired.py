@@ -1,0 +1,49 @@
+"""bench.paired: variants parsed as written, every variant takes every pattern, stall pooled by audio."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.paired import parse_variant, summarize, turns
+
+VARIANTS = {
+    "deadline": ("deadline", {}),
+    "round_robin:KOKORO_SCHEDULER=round_robin": ("round_robin", {"KOKORO_SCHEDULER": "round_robin"}),
+    "wait:PYTHONPATH=/tmp/w/containers/kokoro,ADMIT_MARGIN=0.5":
+        ("wait", {"PYTHONPATH": "/tmp/w/containers/kokoro", "ADMIT_MARGIN": "0.5"}),
+    "grace:KOKORO_FIRST_AUDIO_S=2,": ("grace", {"KOKORO_FIRST_AUDIO_S": "2"}),
+}
+
+
+@pytest.mark.parametrize("text,expected", VARIANTS.items(), ids=list(VARIANTS))
+def test_a_variant_is_a_name_and_its_settings(text, expected) -> None:
+    assert parse_variant(text) == expected
+
+
+@pytest.mark.parametrize("text,field", [("", "variant"), ("2x:A=1", "variant"), ("x:A", "variant x"),
+                                        ("x:=1", "variant x")])
+def test_a_bad_variant_is_refused_naming_it(text, field) -> None:
+    with pytest.raises(ValueError, match=field):
+        parse_variant(text)
+
+
+def test_every_variant_takes_every_pattern_and_none_always_goes_first() -> None:
+    names = ["a", "b", "c"]
+    orders = [turns(names, i) for i in range(6)]
+    assert all(sorted(order) == names for order in orders)
+    assert {order[0] for order in orders} == set(names)
+    assert len({tuple(order) for order in orders}) > 1
+
+
+def test_stall_is_pooled_by_audio_and_kept_per_pattern() -> None:
+    runs = [
+        {"variant": "a", "sessions": 4, "pattern": 0, "stall_ms_per_audio_min": 600.0, "audio_s": 60.0, "ttfa_p95_ms": 900.0},
+        {"variant": "a", "sessions": 4, "pattern": 1, "stall_ms_per_audio_min": 0.0, "audio_s": 120.0, "ttfa_p95_ms": 1100.0},
+        {"variant": "b", "sessions": 4, "pattern": 0, "stall_ms_per_audio_min": None, "audio_s": 0.0, "ttfa_p95_ms": None},
+    ]
+    assert summarize(runs) == [
+        {"variant": "a", "sessions": 4, "patterns": [0, 1], "stall_ms_per_audio_min": 200.0,
+         "stall_by_pattern": [600.0, 0.0], "ttfa_p95_ms_by_pattern": [900.0, 1100.0]},
+        {"variant": "b", "sessions": 4, "patterns": [0], "stall_ms_per_audio_min": None,
+         "stall_by_pattern": [None], "ttfa_p95_ms_by_pattern": [None]},
+    ]
