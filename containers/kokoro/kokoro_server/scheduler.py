@@ -13,8 +13,14 @@ there, so that pick weighs it. Which owner goes next:
   first (a gap in speech already playing costs more than a first audio that much later). A job's
   deadline is capped at its submission time plus ``max_slack_s``, so every deadline lies in
   [submitted, submitted + max_slack_s]: only jobs submitted before this job's cap can pass it, and
-  no owner starves.
-* ``round_robin``: owners take turns, one job each (the earlier policy, kept for comparison).
+  no owner starves. While a listener already playing has run dry with a job queued (the engine is
+  behind: overload), owners take turns instead, one job each in the order they asked: deadline-
+  first would serve whoever is furthest behind and keep them all behind, while turns let a
+  session whose windows hold seconds of audio keep ahead. Paired runs
+  (bench/results/overload/hybrid-*.json): 4 sessions 0.78 and 2.35 s of stall per audio minute
+  against 2.56 and 4.24 s, 8 sessions 36.9 and 46.1 against 49.3 and 59.5 s, none at 2 either
+  way; p95 first audio at 8 about 1 s later.
+* ``round_robin``: owners take turns, one job each, always (the earlier policy, kept for comparison).
 
 Cancelling an owner drops its queued jobs at once; a job already on the model finishes (torch
 cannot be interrupted) and its result is discarded, so a client that left costs at most one job.
@@ -172,7 +178,8 @@ class Scheduler:
             self._gone.add(owner)
 
     def deadline(self, owner: Hashable) -> float | None:
-        """When ``owner``'s next queued job is due (clock seconds), or None with nothing queued."""
+        """When ``owner``'s next queued job is due (clock seconds), or None with nothing queued.
+        While the engine is behind, owners take turns whatever their deadlines."""
         state = self._owners.get(owner)
         if state is None or not state.jobs:
             return None
@@ -191,6 +198,11 @@ class Scheduler:
         if state is None or state.runs_out is None:
             return 0.0
         return max(0.0, state.runs_out - self._clock())
+
+    def _behind(self, now: float) -> bool:
+        """A listener already playing has run dry and its owner has a job queued: the engine is
+        not keeping up, and deadline-first would only spread the silence (module docstring)."""
+        return any(s.runs_out is not None and s.runs_out <= now and s.jobs for s in self._owners.values())
 
     def _deadline(self, state: _Owner, job: _Job) -> float:
         if state.runs_out is None:  # nothing playing: a first window, due within the first-audio grace
@@ -217,7 +229,7 @@ class Scheduler:
         ready = [o for o in waiting if not self._in_flight[o]]
         if not ready:
             return None
-        if self.policy == "round_robin":
+        if self.policy == "round_robin" or self._behind(now):
             owner = next((o for o in self._turns if o in ready), ready[0])
         else:
             owner = min(ready, key=lambda o: (self._deadline(self._owners[o], self._owners[o].jobs[0]),

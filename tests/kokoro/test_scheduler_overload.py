@@ -1,0 +1,56 @@
+"""The deadline scheduler when the engine is behind: while a playing listener has run dry, owners take turns."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from kokoro_server.scheduler import Scheduler
+
+pytestmark = pytest.mark.kokoro
+
+
+class _Clock:
+    """A clock the test moves by hand; it stands still while jobs run."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+# "playing" and "quiet" made 0.3 and 0.2 s of audio, "ahead" 5 s, all at 100.0. Then, with the
+# worker held, each asks for one more job in this order: "playing", "ahead", a "new" session's
+# first window (due 0.5 s after it asks), "quiet". A job makes 0.5 s of audio; the clock stands
+# still while jobs run, so a listener that got a job is no longer dry.
+CASES = {
+    "no listener has run dry: deadline order": (100.0, ["q1", "p1", "n0", "a1"]),
+    # at 101.0 both have run dry; after p1 "quiet" still has, so turns go on
+    "listeners ran dry: one job each, in the order they asked": (101.0, ["p1", "a1", "n0", "q1"]),
+}
+
+
+@pytest.mark.parametrize("asked_at,expected", CASES.values(), ids=list(CASES))
+def test_while_a_playing_listener_is_dry_owners_take_turns(asked_at: float, expected: list[str]) -> None:
+    async def scenario() -> list[str]:
+        clock = _Clock()
+        scheduler = Scheduler(workers=1, clock=clock)
+        await scheduler.start()
+        ran: list[str] = []
+        await scheduler.submit("playing", lambda: 0.3, audio_s=float)  # plays until 100.3
+        await scheduler.submit("quiet", lambda: 0.2, audio_s=float)  # until 100.2
+        await scheduler.submit("ahead", lambda: 5.0, audio_s=float)  # until 105.0
+        clock.now = asked_at
+        gate = threading.Event()
+        blocker = scheduler.submit("warm", gate.wait)
+        later = [scheduler.submit(owner, lambda name=name: ran.append(name) or 0.5, audio_s=float)
+                 for owner, name in (("playing", "p1"), ("ahead", "a1"), ("new", "n0"), ("quiet", "q1"))]
+        gate.set()
+        await asyncio.gather(blocker, *later)
+        await scheduler.stop()
+        return ran
+
+    assert asyncio.run(scenario()) == expected
