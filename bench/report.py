@@ -134,6 +134,9 @@ def build(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         **words,
         "engine_first_fragment_ms": spread([p["synthesis_ms"] for p in probes]),
         "engine_rtf": _engine_rtf(probes),
+        # what the server measured at warm-up and sizes windows by (WindowPlan.pace): a first window,
+        # and so the first-audio rows and the 8-session floor, move with it from run to run
+        "decoder_pace": _r(raw["ping"].get("decoder_pace"), 3),
         "concurrency": concurrency,
         "ladder_scenario": raw["ladder_scenario"],
         "codecs": codecs,
@@ -208,7 +211,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"- machine: {m['cpu_count']} CPUs ({m['cpu_model']}), {m['platform']}, Python {m['python']}, "
         f"torch threads {m['torch_threads']}, onnx threads {m['onnx_threads']}, "
         f"load average {m['loadavg_1m_start']} at start, {m['loadavg_1m_end']} at end",
-        f"- engine speed: {results['engine_rtf']} model seconds per audio second on the first fragment",
+        f"- engine speed: {results['engine_rtf']} model seconds per audio second on the first fragment; "
+        f"windows cut at decoder pace {results['decoder_pace']} (measured at the server's warm-up)",
         f"- scenario: {sc['paragraphs']} paragraphs, {sc['chars']} characters in {sc['tokens']} tokens; "
         f"first fragment at {sc['first_fragment_ms']} ms, first sentence at {sc['first_sentence_ms']} ms, "
         f"answer complete at {sc['answer_ms']} ms (time zero = start of the answer)",

@@ -74,6 +74,8 @@ def test_quick_run_writes_every_output(quick_results: dict[str, Any]) -> None:
         assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
     assert (out / "README.md").read_text() == "kept\n"
     assert "| batch |" in (out / "latest.md").read_text()
+    # the pace the server sizes windows by, as its /ping reported it: a run's first windows depend on it
+    assert f"windows cut at decoder pace {quick_results['json']['decoder_pace']} " in (out / "latest.md").read_text()
     assert "| added by the relay (paired overhead difference) |" in (out / "latest.md").read_text()
     traces = json.loads((out / "traces.json").read_text())
     for mode in MODES:
@@ -89,6 +91,7 @@ def test_latest_json_has_the_documented_shape(quick_results: dict[str, Any]) -> 
                 "server_overhead_ms", "concurrency", "codecs", "chunker_mb_per_s", "engine", "machine",
                 "model", "repeats", "timestamp", "last_audio_ms", "targets"):
         assert key in data, key
+    assert data["decoder_pace"] > 0  # windowed decoding by default: the pace was measured at warm-up
     assert set(data["ttfa_ms"]) == set(MODES)
     for mode in MODES:
         assert {"p50", "p95", "min", "max", "n"} <= set(data["ttfa_spread_ms"][mode])
