@@ -10,19 +10,12 @@ import json
 
 import pytest
 
+from hand_clock import HandClock
 from kokoro_server import metrics
 
 
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_first_audio_and_stalls(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    clock = FakeClock()
+    clock = HandClock()
     monkeypatch.setattr(metrics.time, "perf_counter", clock)
     utt = metrics.UtteranceClock(route="ws", fmt="mp3")
     clock.now = 100.4

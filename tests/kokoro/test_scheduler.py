@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from hand_clock import HandClock
 from kokoro_server.scheduler import Scheduler
 
 pytestmark = pytest.mark.kokoro
@@ -118,16 +119,6 @@ def test_an_owner_that_leaves_costs_the_model_at_most_the_job_it_was_running() -
 
 # ---- deadline first ------------------------------------------------------------------------------
 
-class _Clock:
-    """A clock the test moves by hand, so deadlines do not depend on how fast this machine is."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @dataclass
 class _Made:
     name: str
@@ -162,7 +153,7 @@ DEADLINE_CASES = {
 @pytest.mark.parametrize("jobs,expected", DEADLINE_CASES.values(), ids=list(DEADLINE_CASES))
 def test_deadline_first_runs_the_listener_closest_to_silence(jobs, expected) -> None:
     async def scenario() -> list[str]:
-        clock = _Clock()
+        clock = HandClock()
         scheduler = Scheduler(workers=1, clock=clock)
         await scheduler.start()
         ran: list[str] = []
@@ -191,7 +182,7 @@ def test_the_first_audio_grace_decides_between_a_new_session_and_a_listener_near
         first_audio_s: float, expected: list[str]) -> None:
     """The playing listener has 0.3 s of audio left when a new session asks for its first window."""
     async def scenario() -> list[str]:
-        clock = _Clock()
+        clock = HandClock()
         scheduler = Scheduler(workers=1, clock=clock, first_audio_s=first_audio_s)
         await scheduler.start()
         ran: list[str] = []
@@ -210,7 +201,7 @@ def test_the_first_audio_grace_decides_between_a_new_session_and_a_listener_near
 
 def test_queued_audio_is_what_the_owners_jobs_made_less_what_its_listener_has_heard() -> None:
     async def scenario() -> list[float]:
-        clock = _Clock()
+        clock = HandClock()
         scheduler = Scheduler(workers=1, clock=clock)
         await scheduler.start()
         seen = [scheduler.queued_audio_s("a")]  # never seen
@@ -229,7 +220,7 @@ def test_queued_audio_is_what_the_owners_jobs_made_less_what_its_listener_has_he
 
 def test_a_job_is_never_due_later_than_its_slack_so_no_session_starves() -> None:
     async def scenario() -> tuple[list[str], list[float | None]]:
-        clock = _Clock()
+        clock = HandClock()
         scheduler = Scheduler(workers=1, clock=clock, max_slack_s=2.0)
         await scheduler.start()
         ran: list[str] = []
@@ -300,7 +291,7 @@ def test_a_follow_up_queued_in_then_competes_for_the_next_pick(hook, expected) -
     session that is seconds ahead starts first and the listener near silence waits for all of it."""
 
     async def scenario() -> list[str]:
-        clock = _Clock()
+        clock = HandClock()
         scheduler = Scheduler(workers=1, clock=clock)
         await scheduler.start()
         ran: list[str] = []

@@ -7,19 +7,10 @@ import threading
 
 import pytest
 
+from hand_clock import HandClock
 from kokoro_server.scheduler import Scheduler
 
 pytestmark = pytest.mark.kokoro
-
-
-class _Clock:
-    """A clock the test moves by hand; it stands still while jobs run."""
-
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 # "playing" and "quiet" made 0.3 and 0.2 s of audio, "ahead" 5 s, all at 100.0. Then, with the
@@ -36,7 +27,7 @@ CASES = {
 @pytest.mark.parametrize("asked_at,expected", CASES.values(), ids=list(CASES))
 def test_while_a_playing_listener_is_dry_owners_take_turns(asked_at: float, expected: list[str]) -> None:
     async def scenario() -> list[str]:
-        clock = _Clock()
+        clock = HandClock()
         scheduler = Scheduler(workers=1, clock=clock)
         await scheduler.start()
         ran: list[str] = []
