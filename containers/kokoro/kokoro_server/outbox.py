@@ -1,7 +1,8 @@
 """A session's outgoing side: one bounded queue of frames and the one task that writes them.
 
-Every frame is tagged with the generation it belongs to (None: a control frame that always goes);
-a cancel starts a new generation, so no audio of a cancelled turn leaves after ``cancelled``. The
+Every frame is tagged with the generation it belongs to (None: a control frame that always goes)
+and the utterance it belongs to; a cancel starts a new generation (or marks the utterances it
+names dropped), so no audio of a cancelled turn or utterance leaves after ``cancelled``. The
 queue holds at most OUTBOX_FRAMES frames; a send that makes no progress for ``send_timeout_s``
 ends the session (STALLED: the client stopped reading and its socket buffers are full).
 
@@ -16,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Union
+from dataclasses import dataclass
+from typing import Protocol, Union
 
 from starlette.websockets import WebSocket
 from voicestream.protocol import AUDIO_FRAME_BYTES, ServerEdge, ServerEvent
@@ -36,6 +38,23 @@ HELD_BYTES_MAX = ((OUTBOX_FRAMES + 2) * (AUDIO_FRAME_BYTES + WS_HEADER_BYTES) + 
 Frame = Union[ServerEvent, bytes]
 
 
+class Droppable(Protocol):
+    """What a frame may belong to besides its generation: an utterance, cancelled by id."""
+
+    dropped: bool
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Queued:
+    gen: int | None  # None: a control frame, always sent
+    of: Droppable | None
+    wire: bytes | str
+    taken: Callable[[], None] | None
+
+    def dropped(self, generation: int) -> bool:
+        return (self.gen is not None and self.gen != generation) or (self.of is not None and self.of.dropped)
+
+
 class Outbox:
     """Queue frames in order (``emit``, ``control``, ``send_audio``); :meth:`run` writes them."""
 
@@ -48,7 +67,7 @@ class Outbox:
         self._send_timeout_s = send_timeout_s
         self._on_sent = on_sent
         # events are encoded as they are queued (in order, so the edge sees them as the client will)
-        self._queue: asyncio.Queue[tuple[int | None, bytes | str]] = asyncio.Queue(OUTBOX_FRAMES)
+        self._queue: asyncio.Queue[_Queued] = asyncio.Queue(OUTBOX_FRAMES)
         self.generation = 0
         self._queued_bytes = 0  # of the frames in the queue
         self._in_hand = 0  # of the frame being written
@@ -65,21 +84,28 @@ class Outbox:
         write_buffer = self._ws.scope.get("extensions", {}).get(WRITE_BUFFER_EXTENSION)
         return self._queued_bytes + self._in_hand + (write_buffer() if write_buffer is not None else 0)
 
-    async def _put(self, gen: int | None, frame: Frame) -> None:
+    async def _put(
+        self, gen: int | None, frame: Frame, of: Droppable | None = None, taken: Callable[[], None] | None = None,
+    ) -> None:
         wire = frame if isinstance(frame, bytes) else self._edge.encode(frame)
-        await self._queue.put((gen, wire))
+        await self._queue.put(_Queued(gen=gen, of=of, wire=wire, taken=taken))
         self._queued_bytes += len(wire)
 
-    async def emit(self, gen: int, frame: Frame) -> None:
-        await self._put(gen, frame)
+    async def emit(
+        self, gen: int, frame: Frame, *, of: Droppable | None = None, taken: Callable[[], None] | None = None,
+    ) -> None:
+        """Queue a frame of generation ``gen`` (and of utterance ``of``: dropped with it). ``taken``
+        runs when the writer takes the frame to send it, not dropped: from then on it is as good as
+        sent, and a cancel can no longer take it back."""
+        await self._put(gen, frame, of, taken)
 
     async def control(self, event: ServerEvent) -> None:
         await self._put(None, event)
 
-    async def send_audio(self, gen: int, data: bytes) -> int:
+    async def send_audio(self, gen: int, data: bytes, *, of: Droppable | None = None) -> int:
         """Queue ``data`` as binary frames of at most AUDIO_FRAME_BYTES; return its length."""
         for start in range(0, len(data), AUDIO_FRAME_BYTES):
-            await self.emit(gen, data[start:start + AUDIO_FRAME_BYTES])
+            await self.emit(gen, data[start:start + AUDIO_FRAME_BYTES], of=of)
         return len(data)
 
     async def drain(self, timeout_s: float) -> None:
@@ -93,12 +119,15 @@ class Outbox:
         """Send the queue in order; return STALLED when one send makes no progress for the timeout."""
         timeout = self._send_timeout_s
         while True:
-            gen, frame = await self._queue.get()
+            queued = await self._queue.get()
+            frame = queued.wire
             self._in_hand = len(frame)
             self._queued_bytes -= self._in_hand
             try:
-                if gen is not None and gen != self.generation:
-                    continue  # audio of a cancelled turn: never sent
+                if queued.dropped(self.generation):
+                    continue  # a frame of a cancelled turn or utterance: never sent
+                if queued.taken is not None:
+                    queued.taken()
                 if isinstance(frame, bytes):
                     sending = self._ws.send_bytes(frame)
                 else:

@@ -119,6 +119,9 @@ class Session:
             turns.end(gen=gen, settings=self._settings)
         elif isinstance(message, Cancel):
             turn = turns.number
+            if message.ids is not None:  # these utterances only; the turn goes on
+                await self._control(Cancelled(turn=turn, ids=tuple(turns.drop_ids(message.ids))))
+                return
             ids = self._drop_everything()
             turns.next()
             await self._control(Cancelled(turn=turn, ids=tuple(ids)))

@@ -29,7 +29,7 @@ class Speaker:
     async def run(self) -> None:
         while True:
             item = await self._turns.work.get()
-            if item.gen != self._outbox.generation:
+            if item.gen != self._outbox.generation or (isinstance(item, Utterance) and item.dropped):
                 continue
             if isinstance(item, TurnMark):
                 stats = self._turns.stats.pop(item.turn, TurnStats())
@@ -42,7 +42,7 @@ class Speaker:
     async def _speak(self, utt: Utterance) -> None:
         settings = self._settings()
         outbox = self._outbox
-        await outbox.emit(utt.gen, UtteranceStart(id=utt.id, turn=utt.turn, text=utt.text))
+        await outbox.emit(utt.gen, UtteranceStart(id=utt.id, turn=utt.turn, text=utt.text), of=utt)
         rate = utt.sample_rate or settings.sample_rate
         encoder = StreamEncoder(fmt=settings.format, sample_rate=rate)
         clock = UtteranceClock(route="ws", fmt=settings.format)
@@ -51,17 +51,20 @@ class Speaker:
         sent = 0
         try:
             async for chunk in utt.speech:
-                if utt.gen != outbox.generation:
+                if self._cancelled(utt):
                     encoder.close()  # cancelled between chunks: free the codec now, not at GC
                     return
                 audio_s += chunk.synthesis.seconds
                 synthesis_s += chunk.synthesis_s
                 first_s = synthesis_s if first_s is None else first_s
                 if settings.timestamps and chunk.words:  # before the audio they describe
-                    await outbox.emit(utt.gen, Words(id=utt.id, words=tuple(w.wire() for w in chunk.words)))
-                sent += await outbox.send_audio(utt.gen, await encode_off_loop(encoder, chunk.synthesis.audio))
+                    await outbox.emit(utt.gen, Words(id=utt.id, words=tuple(w.wire() for w in chunk.words)), of=utt)
+                sent += await outbox.send_audio(utt.gen, await encode_off_loop(encoder, chunk.synthesis.audio), of=utt)
                 clock.audio(seconds=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s)
-            sent += await outbox.send_audio(utt.gen, encoder.finish())
+            if self._cancelled(utt):  # the speech ended because it was cancelled: no end to send
+                encoder.close()
+                return
+            sent += await outbox.send_audio(utt.gen, encoder.finish(), of=utt)
         except asyncio.CancelledError:
             encoder.close()
             task = asyncio.current_task()
@@ -75,12 +78,18 @@ class Speaker:
             self._turns.failed(utt)
             await outbox.emit(utt.gen, ErrorEvent(
                 code="synthesis_failed", id=utt.id, message=f"synthesis failed: {type(exc).__name__}: {exc}",
-            ))
+            ), of=utt)
             return
-        self._turns.spoken(utt, audio_s)
         clock.finish()
-        await outbox.emit(utt.gen, UtteranceEnd(
+        self._turns.spoken(utt, audio_s)
+        # The utterance stays open (a cancel of the turn lists it) until its end is taken to be
+        # sent: each utterance gets exactly one of utterance_end and a place in cancelled's ids.
+        await outbox.emit(utt.gen, of=utt, taken=lambda: self._turns.ended(utt), frame=UtteranceEnd(
             id=utt.id, turn=utt.turn, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
             first_audio_synthesis_ms=round((first_s or 0.0) * 1000), bytes=sent, format=settings.format,
             sample_rate=rate,
         ))
+
+    def _cancelled(self, utt: Utterance) -> bool:
+        """The utterance's turn was cancelled, or the utterance by its id."""
+        return utt.dropped or utt.gen != self._outbox.generation

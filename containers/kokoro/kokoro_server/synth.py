@@ -243,6 +243,7 @@ class Speech:
         if not self._ready and after is not None:
             after._followers.append(self._after_queued)
         self.error: BaseException | None = None
+        self.cancelled = False  # cancel() ran: iteration ends early, with what was read so far
         self._g2p = asyncio.create_task(self._phonemize_all())
 
     async def _phonemize_all(self) -> None:
@@ -317,7 +318,8 @@ class Speech:
             follower()
 
     async def __aiter__(self) -> AsyncIterator[TimedSynthesis]:
-        """Windows in order; their word times count from the start of this speech's audio."""
+        """Windows in order; their word times count from the start of this speech's audio. After
+        ``cancel`` it ends at the next window (check ``cancelled``)."""
         samples = 0
         while True:
             future = await self._jobs.get()
@@ -336,9 +338,14 @@ class Speech:
                     self._advance()
 
     def cancel(self) -> None:
+        """Drop what is left; a reader waiting for the next window ends (its queue gets the end
+        marker here: G2P may not have queued a job yet, and then nothing else would wake it)."""
         self._g2p.cancel()
         self._decoding = None
-        self.all_queued.set()  # _advance queues nothing more
+        self.cancelled = True
+        if not self.all_queued.is_set():
+            self.all_queued.set()  # _advance queues nothing more
+            self._jobs.put_nowait(None)
         self._release_followers()
         for future in self._pending:
             future.cancel()

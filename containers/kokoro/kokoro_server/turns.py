@@ -26,6 +26,8 @@ class Utterance:
     gen: int
     speech: Speech
     sample_rate: int | None = None  # None: the session's
+    dropped: bool = False  # cancelled: none of its frames leaves any more (Outbox checks)
+    end_queued: bool = False  # its utterance_end is queued: a cancel by id leaves it be
 
 
 @dataclass(eq=False, kw_only=True)
@@ -115,18 +117,37 @@ class Turns:
         self._chars = 0
 
     def spoken(self, utterance: Utterance, audio_s: float) -> None:
-        self.open.pop(utterance.id, None)
+        """All its frames and its end are queued: it counts for ``turn_end``, and only a cancel of
+        the whole turn can still take it back (until :meth:`ended`)."""
+        utterance.end_queued = True
         stats = self.stats.setdefault(utterance.turn, TurnStats())
         stats.spoken += 1
         stats.audio_s += audio_s
 
+    def ended(self, utterance: Utterance) -> None:
+        """Its ``utterance_end`` is being sent: it is no longer open."""
+        self.open.pop(utterance.id, None)
+
     def failed(self, utterance: Utterance) -> None:
         self.open.pop(utterance.id, None)
+
+    def drop_ids(self, ids: tuple[str, ...]) -> list[str]:
+        """Cancel the named utterances still open (the turn goes on); return those ids, in order."""
+        dropped = []
+        for uid in dict.fromkeys(ids):
+            utterance = self.open.get(uid)
+            if utterance is not None and not utterance.end_queued:
+                del self.open[uid]
+                utterance.dropped = True
+                utterance.speech.cancel()
+                dropped.append(uid)
+        return dropped
 
     def drop(self) -> list[str]:
         """Cancel every open utterance and its model jobs; return their ids."""
         ids = list(self.open)
         for utterance in self.open.values():
+            utterance.dropped = True
             utterance.speech.cancel()
         self.open.clear()
         self.stats.clear()  # the dropped turns' turn_end frames are never sent

@@ -15,6 +15,8 @@ SPEED_MAX: Final = 2.0  # above this words run together
 MAX_TEXT_CHARS: Final = 10_000
 # One utterance id / voice name: identifiers, not payloads.
 MAX_ID_CHARS: Final = 128
+# Ids one ``cancel`` may name: more than a session can have open (its queue limit's ceiling).
+MAX_IDS: Final = 256
 # One incoming WebSocket frame. A frame over this gets an error frame; the session stays open.
 MAX_FRAME_BYTES: Final = 64 * 1024
 
@@ -61,7 +63,12 @@ def check_text(value: object, *, name: str = "text", allow_empty: bool = False) 
             f"{name}: {len(value)} characters is over the limit of {MAX_TEXT_CHARS}",
             field=name,
         )
-    try:  # JSON can carry "\ud800" alone; no tokenizer or codec can take it
+    return check_unicode(value, name=name)
+
+
+def check_unicode(value: str, *, name: str) -> str:
+    """JSON can carry ``"\\ud800"`` alone; no tokenizer, codec or header can take it."""
+    try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise invalid(name, f"holds an unpaired UTF-16 surrogate at character {exc.start}: not valid Unicode") from None
@@ -85,7 +92,16 @@ def check_identifier(value: object, *, name: str) -> str:
         raise invalid(name, "must be a non-empty string")
     if len(value) > MAX_ID_CHARS:
         raise invalid(name, f"must be at most {MAX_ID_CHARS} characters")
-    return value
+    return check_unicode(value, name=name)
+
+
+def check_ids(value: object, *, name: str) -> tuple[str, ...]:
+    """A list of utterance ids (``cancel``'s ``ids``): at most MAX_IDS, each an identifier."""
+    if not isinstance(value, list) or not value:
+        raise invalid(name, "must be a non-empty list of utterance ids")
+    if len(value) > MAX_IDS:
+        raise invalid(name, f"must list at most {MAX_IDS} ids, got {len(value)}")
+    return tuple(check_identifier(item, name=name) for item in value)
 
 
 def check_transport(value: object, *, name: str = "transport") -> Transport:

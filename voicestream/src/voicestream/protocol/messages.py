@@ -7,7 +7,7 @@ from typing import Any, Final, Union
 
 from .audio import NATIVE_SAMPLE_RATE, Format, check_format, check_sample_rate
 from .fields import (
-    ProtocolError, Transport, check_bool, check_identifier, check_speed, check_text, check_transport, optional_id,
+    ProtocolError, Transport, check_bool, check_identifier, check_ids, check_speed, check_text, check_transport, optional_id,
     optional_speed, reject_unknown, required_text,
 )
 
@@ -104,7 +104,10 @@ class Flush:
 
 @dataclass(frozen=True, kw_only=True)
 class Cancel:
-    """Barge-in: drop the turn's queued work and stop its audio."""
+    """Barge-in: drop every open utterance (the turn's queued work) and stop its audio; with
+    ``ids``, only the named utterances still open (the turn goes on)."""
+
+    ids: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,7 +131,7 @@ _FIELDS: Final[dict[str, frozenset[str]]] = {
     "speak": frozenset({"type", "text", "id", "voice", "speed"}),
     "delta": frozenset({"type", "text"}),
     "flush": frozenset({"type"}),
-    "cancel": frozenset({"type"}),
+    "cancel": frozenset({"type", "ids"}),
     "close": frozenset({"type"}),
     "ping": frozenset({"type"}),
 }
@@ -164,8 +167,9 @@ def message_from_payload(payload: dict[str, Any]) -> ClientMessage:
         if "text" not in payload:
             raise ProtocolError("invalid_field", "text: is required", field="text")
         return Delta(text=check_text(payload["text"], allow_empty=True))
-    bare: dict[str, type[Flush | Cancel | Close | Ping]] = {"flush": Flush, "cancel": Cancel, "close": Close,
-                                                           "ping": Ping}
+    if kind == "cancel":
+        return Cancel(ids=check_ids(payload["ids"], name="ids") if "ids" in payload else None)
+    bare: dict[str, type[Flush | Close | Ping]] = {"flush": Flush, "close": Close, "ping": Ping}
     return bare[kind]()
 
 
@@ -174,7 +178,7 @@ def message_to_payload(message: ClientMessage) -> dict[str, Any]:
     body: dict[str, Any] = {"type": _TYPES[type(message)]}
     for name, value in vars(message).items():
         if value is not None and name != "legacy":
-            body[name] = value
+            body[name] = list(value) if isinstance(value, tuple) else value
     return body
 
 
