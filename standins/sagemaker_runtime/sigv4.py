@@ -1,11 +1,13 @@
 """SigV4 checks, as AWS makes them: the request's Authorization header, then every signed event.
 
 The request is re-signed with ``aws_sdk_signers.AsyncSigV4Signer`` (the field's implementation, not
-ours) over exactly the headers the client says it signed, and the signatures compared. Events in an
-``application/vnd.amazon.eventstream`` request body are each wrapped in a message carrying
-``:date`` and ``:chunk-signature``; every signature chains on the previous one, starting from the
-request's ("Signature Version 4 for event streams" in AWS's docs). Credentials are fixed: the
-stand-in accepts only the key pair it was started with.
+ours) over exactly the headers the client says it signed, and the signatures compared. That signer
+leaves some headers out when it signs (``accept``, ``user-agent``, ...), but a client may sign them
+(botocore signs ``accept``) and AWS checks every header named in SignedHeaders, so here it leaves
+none out. Events in an ``application/vnd.amazon.eventstream`` request body are each wrapped in a
+message carrying ``:date`` and ``:chunk-signature``; every signature chains on the previous one,
+starting from the request's ("Signature Version 4 for event streams" in AWS's docs). Credentials
+are fixed: the stand-in accepts only the key pair it was started with.
 """
 
 from __future__ import annotations
@@ -54,6 +56,13 @@ class IncomingRequest:
         return ",".join(values) if values else None
 
 
+class _SignedHeadersSigner(AsyncSigV4Signer):
+    """The field's signer, canonicalizing every header it is given: they are exactly SignedHeaders."""
+
+    def _is_signable_header(self, field_name: str) -> bool:
+        return True
+
+
 @dataclass(frozen=True, kw_only=True)
 class VerifiedRequest:
     signature: str  # hex: the seed of the event signature chain
@@ -90,7 +99,7 @@ class RequestVerifier:
             destination=URI(scheme="https", host=host.rsplit(":", 1)[0], path=request.path, query=request.query or None),
             method=request.method, body=AsyncBytesReader(request.body or b""), fields=fields,
         )
-        signed = await AsyncSigV4Signer().sign(  # honours a signed X-Amz-Content-SHA256, as AWS does
+        signed = await _SignedHeadersSigner().sign(  # honours a signed X-Amz-Content-SHA256, as AWS does
             request=aws_request,
             identity=AWSCredentialIdentity(access_key_id=self._credentials.access_key_id,
                                            secret_access_key=self._credentials.secret_access_key),
