@@ -3,7 +3,8 @@
 Either point it at a running container (``--container-url``) or let it start the Kokoro server from
 the Kokoro environment (``--model-dir``, ``--kokoro-python``). It accepts only the credentials in
 its environment and prints ``endpoint_url=``, ``endpoint_name=``, ``region=`` and ``ca_bundle=``
-lines once it listens.
+lines once it listens, then (on stderr) an ``export ...`` line with everything a client needs,
+the key pair it accepts included.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import asyncio
 import logging
 import os
+import shlex
 import signal
 import sys
 import tempfile
@@ -63,10 +65,15 @@ async def _main(args: argparse.Namespace) -> int:
         print(f"container_url={container_url}", flush=True)
         for line in listening.lines():
             print(line, flush=True)
-        print(f"sagemaker-local: ready. A client reaches it with AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME="
-              f"{listening.endpoint_url} AWS_CA_BUNDLE={listening.ca_bundle} AWS_REGION={listening.region} and "
-              "the same AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY as this process (Ctrl-C stops it)",
-              file=sys.stderr, flush=True)
+        client_env = {
+            "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": listening.endpoint_url, "AWS_CA_BUNDLE": str(listening.ca_bundle),
+            "AWS_REGION": listening.region, "AWS_DEFAULT_REGION": listening.region,
+            "AWS_ACCESS_KEY_ID": settings.access_key_id, "AWS_SECRET_ACCESS_KEY": settings.secret_access_key,
+        }
+        exports = " ".join(f"{name}={shlex.quote(value)}" for name, value in client_env.items())
+        print(f"sagemaker-local: ready; it accepts only the access key id {settings.access_key_id!r} and its "
+              "made-up local secret. A client reaches it from a shell with (Ctrl-C stops it):\n"
+              f"export {exports}", file=sys.stderr, flush=True)
 
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="sagemaker-local-"))
     try:
