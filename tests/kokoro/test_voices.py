@@ -76,3 +76,15 @@ def test_blends_work_on_the_native_routes(server):
     bad = httpx.post(f"{server.http}/invocations", json={"text": "Hi.", "voice": "af_heart+ghost"}, timeout=30)
     assert bad.status_code == 400
     assert bad.json()["error"]["field"] == "voice" and "'ghost'" in bad.json()["error"]["message"]
+
+
+def test_the_example_blend_names_voices_the_book_has(book):
+    """A refusal teaches the syntax with a blend the client could send: of voices this book has."""
+    assert book.blend_syntax.endswith("e.g. af_bella(2)+af_sky(1)")
+    pack = np.zeros(SHAPE, np.float32)
+    japanese = VoiceBook(packs={"jf_alpha": pack, "jm_kumo": pack, "jf_nezumi": pack})
+    assert japanese.blend_syntax.endswith("e.g. jf_alpha(2)+jf_nezumi(1)")
+    assert "e.g." not in VoiceBook(packs={"jf_alpha": pack}).blend_syntax
+    with pytest.raises(ProtocolError) as caught:
+        japanese.resolve("af_bella+jf_alpha")
+    assert "unknown voice 'af_bella'" in caught.value.message and "e.g. jf_alpha(2)+jf_nezumi(1)" in caught.value.message

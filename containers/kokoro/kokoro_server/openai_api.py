@@ -10,8 +10,9 @@ Translations, each documented in docs/protocol.md#openai-compatible-speech-api:
 
 * ``model``: any of :data:`MODELS` (OpenAI's names too, so a client configured for OpenAI needs no
   change); each is Kokoro-82M. Others: 404 ``model_not_found``, as OpenAI answers.
-* ``voice``: a Kokoro voice or blend; OpenAI's built-in names that are not Kokoro voices speak
-  with the server's default voice; ``{"id": ...}`` is read as the name. The voice used is in the
+* ``voice``: a Kokoro voice or blend; OpenAI's built-in names speak with Kokoro's voice of that
+  name where there is one (:data:`OPENAI_ALIASES`: ``alloy`` is ``af_alloy``), else with the
+  server's default voice; ``{"id": ...}`` is read as the name. The voice used is in the
   ``X-Kokoro-Voice`` header.
 * ``instructions``: Kokoro cannot follow them; accepted, ignored, and the response says so in
   ``X-Kokoro-Ignored-Fields: instructions``.
@@ -39,7 +40,6 @@ from voicestream.protocol import (
 from .audio import CONTENT_TYPES
 from .invocations import MAX_BODY_BYTES, encoded_audio, read_body
 from .synth import Synthesizer
-from .voices import BLEND_SYNTAX
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,9 @@ MODELS = ("kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts", "gpt-4o-mini-tts-202
 OPENAI_VOICES = (
     "alloy", "ash", "ballad", "coral", "echo", "fable", "nova", "onyx", "sage", "shimmer", "verse", "marin", "cedar",
 )
+# OpenAI's names that Kokoro has a voice of (hexgrad named these packs after them); the rest speak
+# with the server's default voice (af_heart wherever the English voices are).
+OPENAI_ALIASES = {"alloy": "af_alloy", "echo": "am_echo", "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx"}
 FIELDS = frozenset({"model", "input", "voice", "instructions", "response_format", "speed", "stream_format"})
 STREAM_FORMATS = ("audio", "sse")
 FRAMES_PER_SECOND = 40  # Kokoro's duration frames (25 ms): the unit of usage.output_tokens
@@ -125,7 +128,8 @@ def _voice(value: object) -> str | None:
 
 def _resolve_voice(synth: Synthesizer, voice: str | None) -> str:
     if voice is not None and voice.lower() in OPENAI_VOICES and voice not in synth.voice_book:
-        return synth.default_voice
+        alias = OPENAI_ALIASES.get(voice.lower())
+        return alias if alias is not None and alias in synth.voice_book else synth.default_voice
     try:
         return synth.resolve_voice(voice)
     except ProtocolError as exc:
@@ -196,8 +200,9 @@ async def voices(request: Request) -> JSONResponse:
     return JSONResponse({
         "voices": synth.voice_book.names,
         "default": synth.default_voice,
-        "blends": {"accepted": True, "syntax": BLEND_SYNTAX},
-        "openai_aliases": {"voices": list(OPENAI_VOICES), "speak_as": synth.default_voice},
+        "blends": {"accepted": True, "syntax": synth.voice_book.blend_syntax},
+        "openai_aliases": {"voices": list(OPENAI_VOICES), "speak_as": synth.default_voice, "as": {
+            name: alias for name, alias in OPENAI_ALIASES.items() if alias in synth.voice_book}},
     })
 
 

@@ -21,7 +21,8 @@ from voicestream.protocol import ProtocolError
 
 MAX_BLEND_PARTS = 8
 BLEND_CACHE = 32  # blended packs kept (each 510 x 256 float32, ~0.5 MB)
-BLEND_SYNTAX = "name or name(weight)+name(weight)..., e.g. af_bella(2)+af_sky(1)"
+BLEND_SYNTAX = "name or name(weight)+name(weight)..."  # VoiceBook.blend_syntax adds an example of its own voices
+EXAMPLE_BLEND = ("af_bella", "af_sky")  # the docs' example, when the directory has both
 _PART = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]{0,63})\s*(?:\(\s*([^()]*?)\s*\))?\s*$")
 
 
@@ -35,6 +36,13 @@ class VoiceBook:
     @property
     def names(self) -> list[str]:
         return sorted(self._packs)
+
+    @property
+    def blend_syntax(self) -> str:
+        """BLEND_SYNTAX with an example blend of two voices this book has (none when it has one)."""
+        pair = [n for n in EXAMPLE_BLEND if n in self._packs]
+        pair = pair if len(pair) == 2 else self.names[:2]
+        return f"{BLEND_SYNTAX}, e.g. {pair[0]}(2)+{pair[1]}(1)" if len(pair) == 2 else BLEND_SYNTAX
 
     def __contains__(self, name: object) -> bool:
         return name in self._packs or name in self._blends
@@ -50,7 +58,7 @@ class VoiceBook:
                 raise ProtocolError(
                     "unknown_voice",
                     f"{field}: unknown voice {name!r}{where}; available: {', '.join(self.names)} "
-                    f"(blends: {BLEND_SYNTAX})",
+                    f"(blends: {self.blend_syntax})",
                     field=field,
                 )
         if len(parts) == 1:
