@@ -22,6 +22,8 @@ from .model_dir import ModelDirError
 from .packaged_weights import PackagedWeightsError
 from .supervisor import EXIT_BAD_MODEL  # exit 2: a refusal to start, never retried
 
+SIGKILL_AFTER_S = 30  # SageMaker's SIGKILL after SIGTERM (its inference container guide)
+
 log = logging.getLogger("kokoro_server")
 
 
@@ -101,10 +103,11 @@ def main(argv: list[str] | None = None) -> int:
     except (ConfigError, ModelDirError, PackagedWeightsError) as exc:
         print(f"kokoro-server: cannot start: {exc}", file=sys.stderr)
         return EXIT_BAD_MODEL
-    from .app import create_app, websocket_protocol
+    from .app import create_app, drain, websocket_protocol
+    from .shutdown import DrainingServer
 
     app = create_app(settings=settings, synth_factory=factory)
-    uvicorn.run(
+    config = uvicorn.Config(
         app,
         host=args.host or settings.host,
         port=args.port or settings.port,
@@ -114,7 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         ws_ping_interval=20.0,
         ws_ping_timeout=20.0,
         timeout_keep_alive=75,
+        # after the drain, requests in flight finish within what is left of SageMaker's 30 s
+        timeout_graceful_shutdown=max(1, int(SIGKILL_AFTER_S - 2 - settings.drain_s)),
     )
+    DrainingServer(config, drain=lambda: drain(app)).run()
     return 0
 
 

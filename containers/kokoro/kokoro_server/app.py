@@ -7,9 +7,10 @@ the edge: OpenAI's speech body (openai_api.py), the AWS sample's (aws_sample.py)
 one (invocations.py). OpenAI's routes ``/v1/audio/speech``, ``/v1/audio/voices`` and ``/v1/models``
 serve local and self-hosted clients (SageMaker routes only /invocations and /ping).
 
-Close codes of the WebSocket (docs/protocol.md#close-codes): 1000 after `close`, 1009 for a frame
-over 1 MiB (uvicorn), 1013 at the session limit, 4001 after the idle timeout, 4002 for a client
-that stopped reading (its connection is then aborted, so it holds no socket or buffer either).
+Close codes of the WebSocket (docs/protocol.md#close-codes): 1000 after `close`, 1001 when the
+server stops (SIGTERM: the utterance in flight finishes first, see :func:`drain`), 1009 for a
+frame over 1 MiB (uvicorn), 1013 at the session limit, 4001 after the idle timeout, 4002 for a
+client that stopped reading (its connection is then aborted, so it holds no socket or buffer either).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
@@ -34,7 +36,7 @@ from .invocations import native, read_body, too_large
 from .metrics import report_load
 from .outbox import WRITE_BUFFER_EXTENSION
 from .scheduler import Scheduler
-from .session import CLOSE, IDLE, STALLED, Session
+from .session import CLOSE, DRAINED, IDLE, STALLED, Session
 from .synth import Synthesizer
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 BUSY_CLOSE_CODE = CloseCode.BUSY  # at KOKORO_MAX_SESSIONS
 IDLE_CLOSE_CODE = CloseCode.IDLE  # no message and nothing to speak for KOKORO_IDLE_TIMEOUT_S
 STALLED_CLOSE_CODE = CloseCode.STALLED  # the client read nothing for KOKORO_SEND_TIMEOUT_S while audio waited
+GOING_AWAY_REASON = "server stopping: reconnect and send again what was not spoken"
 # The scope extension through which the server's WebSocket protocol (AbortableWebSocketProtocol)
 # lets the app cut a connection whose peer stopped reading: a close frame cannot reach it.
 ABORT_EXTENSION = "kokoro.abort"
@@ -52,6 +55,8 @@ async def ping(request: Request) -> JSONResponse:
     synth: Synthesizer | None = getattr(state, "synth", None)
     if synth is None or not state.ready:
         return JSONResponse({"status": "loading"}, status_code=503)
+    if state.draining:  # stopping: route nothing new here
+        return JSONResponse({"status": "draining", "sessions": state.sessions}, status_code=503)
     scheduler = synth.scheduler
     settings: Settings = state.settings
     return JSONResponse({
@@ -95,8 +100,9 @@ async def bidirectional(websocket: WebSocket) -> None:
     await websocket.accept()  # first, before any work: SageMaker wants it within 250 ms
     state = websocket.app.state
     settings: Settings = state.settings
-    if not state.ready or state.sessions >= settings.max_sessions:
-        reason = "model loading" if not state.ready else f"server busy ({settings.max_sessions} sessions)"
+    if not state.ready or state.draining or state.sessions >= settings.max_sessions:
+        reason = ("model loading" if not state.ready else "server stopping" if state.draining
+                  else f"server busy ({settings.max_sessions} sessions)")
         await websocket.send_text(encode_event(ErrorEvent(code="busy", message=reason)))
         await websocket.close(code=BUSY_CLOSE_CODE, reason=reason)
         return
@@ -116,13 +122,51 @@ async def bidirectional(websocket: WebSocket) -> None:
             await asyncio.wait_for(websocket.close(code=IDLE_CLOSE_CODE, reason="idle timeout"), 5.0)
     elif outcome == STALLED:
         await _drop(websocket, settings.send_timeout_s)
+    elif outcome == DRAINED:
+        await _drop(websocket, 5.0, code=CloseCode.GOING_AWAY, reason=GOING_AWAY_REASON)
 
 
-async def _drop(websocket: WebSocket, grace_s: float) -> None:
-    """Close a client that stopped reading with 4002; if it still reads nothing within ``grace_s``
-    (the close frame waits behind the audio it left unread), abort the connection."""
+async def drain(app: Starlette) -> None:
+    """SIGTERM's first step (serve.DrainingServer): refuse new sessions and requests (/ping says
+    ``draining``), let each session finish the utterance it is speaking within
+    ``KOKORO_DRAIN_S``, then close it with 1001. Requests already running go on; uvicorn's own
+    shutdown then waits for them."""
+    state = app.state
+    settings: Settings = state.settings
+    state.draining = True
+    loop = asyncio.get_running_loop()
+    by = loop.time() + settings.drain_s
+    log.info("draining %d session(s) (at most %.0f s)", state.sessions, settings.drain_s)
+    while state.live and loop.time() < by + 6.0:  # + the close's own bound (_drop)
+        for session in list(state.live):
+            session.drain(by=by)
+        await asyncio.sleep(0.05)
+    log.info("drained; %d session(s) left", state.sessions)
+
+
+class RefuseWhileDraining:
+    """ASGI middleware: while draining, a new HTTP request other than /ping gets 503 ``draining``
+    (a retry reaches another instance); WebSockets are refused by ``bidirectional``."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        state = getattr(scope.get("app"), "state", None) if scope["type"] == "http" else None
+        if (scope["type"] == "http" and scope.get("path") != "/ping" and state is not None
+                and getattr(state, "draining", False)):
+            response = JSONResponse({"error": {"code": "draining", "message": "the server is stopping: retry"}},
+                                    status_code=503, headers={"Retry-After": "1"})
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+async def _drop(websocket: WebSocket, grace_s: float, *, code: int = STALLED_CLOSE_CODE,
+                reason: str = "client not reading") -> None:
+    """Close with ``code`` (4002: a client that stopped reading); if the close does not get through
+    within ``grace_s`` (the close frame waits behind the audio it left unread), abort the connection."""
     with contextlib.suppress(Exception):
-        await asyncio.wait_for(websocket.close(code=STALLED_CLOSE_CODE, reason="client not reading"), grace_s)
+        await asyncio.wait_for(websocket.close(code=code, reason=reason), grace_s)
         return
     abort = websocket.scope.get("extensions", {}).get(ABORT_EXTENSION)
     if abort is not None:
@@ -157,6 +201,7 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
         app.state.sessions = 0
         app.state.live = set()  # the live sessions, for /ping's held_bytes_max
         app.state.ready = False
+        app.state.draining = False
         scheduler = Scheduler(workers=1, policy=settings.scheduler, first_audio_s=settings.first_audio_s)
         await scheduler.start()
         app.state.synth = synth_factory(scheduler)
@@ -181,5 +226,6 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
             Route("/v1/audio/voices", openai_api.voices, methods=["GET"]),
             Route("/v1/models", openai_api.models, methods=["GET"]),
         ],
+        middleware=[Middleware(RefuseWhileDraining)],
         lifespan=lifespan,
     )

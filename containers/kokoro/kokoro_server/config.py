@@ -69,6 +69,11 @@ DEFAULT_MAX_TURN_CHARS = 100_000
 DEFAULT_MAX_QUEUED_UTTERANCES = 64
 DEFAULT_IDLE_TIMEOUT_S = 300.0  # a session with no message and nothing to speak for this long is closed (4001)
 DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long while audio waits is dropped (4002)
+# On SIGTERM, utterances in flight get this long to finish before their sessions close (1001).
+# SageMaker sends SIGKILL 30 s after SIGTERM (its inference container guide): the drain, then
+# the HTTP requests' shutdown, must fit in that.
+DEFAULT_DRAIN_S = 20.0
+MAX_DRAIN_S = 25.0
 DECODINGS = ("windowed", "windowed_per_chunk", "one_shot")
 SCHEDULERS = ("deadline", "round_robin")
 # A request in the AWS sample's shape whose request_timestamp is older than this is refused
@@ -93,6 +98,8 @@ class Settings:
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     send_timeout_s: float = DEFAULT_SEND_TIMEOUT_S
     max_request_age_s: float = DEFAULT_MAX_REQUEST_AGE_S
+    drain_s: float = DEFAULT_DRAIN_S
+    """SIGTERM: how long utterances in flight may take to finish (then 1001 closes their sessions)."""
     warmup: bool = True
     decoding: str = "windowed"
     """windowed: windows that grow with the audio before them in the speech (synth.py);
@@ -148,5 +155,6 @@ class Settings:
             idle_timeout_s=_seconds(env, "KOKORO_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S),
             send_timeout_s=_seconds(env, "KOKORO_SEND_TIMEOUT_S", DEFAULT_SEND_TIMEOUT_S),
             max_request_age_s=_seconds(env, "KOKORO_MAX_REQUEST_AGE_S", DEFAULT_MAX_REQUEST_AGE_S),
+            drain_s=_seconds(env, "KOKORO_DRAIN_S", DEFAULT_DRAIN_S, most=MAX_DRAIN_S),
             warmup=env.get("KOKORO_WARMUP", "1") not in ("0", "false", "no"),
         )

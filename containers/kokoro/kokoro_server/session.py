@@ -32,7 +32,9 @@ from .speaker import Speaker
 from .synth import Synthesizer
 from .turns import Turns
 
-__all__ = ["CLOSE", "DISCONNECT", "IDLE", "OUTBOX_FRAMES", "STALLED", "Session"]
+__all__ = ["CLOSE", "DISCONNECT", "DRAINED", "IDLE", "OUTBOX_FRAMES", "STALLED", "Session"]
+
+DRAINED = "drained"  # the server is stopping; the utterance in flight finished (or the budget ran out): 1001
 
 log = logging.getLogger(__name__)
 
@@ -54,16 +56,39 @@ class Session:
             websocket=websocket, edge=edge, send_timeout_s=settings.send_timeout_s, on_sent=self._reader.touch,
         )
         self._speaker = Speaker(turns=self._turns, outbox=self._outbox, settings=lambda: self._settings)
+        self._drain_by: float | None = None  # loop time by which a drain closes the session
+        self._draining = asyncio.Event()
+
+    def drain(self, *, by: float) -> None:
+        """The server is stopping: finish the utterance being spoken (until loop time ``by`` at
+        the latest), start no other, then end with DRAINED. The client sends again, on a new
+        connection, whatever got no ``utterance_end``."""
+        self._drain_by = by
+        self._draining.set()
+
+    async def _drained(self) -> str:
+        await self._draining.wait()
+        self._speaker.drain()
+        loop = asyncio.get_running_loop()
+        try:
+            await asyncio.wait_for(self._speaker.drained.wait(), max(0.0, (self._drain_by or 0.0) - loop.time()))
+        except asyncio.TimeoutError:
+            log.warning("drain: an utterance was still being spoken at the deadline; it is cut")
+        await self._outbox.drain(max(0.0, (self._drain_by or 0.0) - loop.time()))
+        return DRAINED
 
     async def run(self) -> str:
-        """Serve until the session ends; return how: CLOSE, DISCONNECT, IDLE or STALLED.
+        """Serve until the session ends; return how: CLOSE, DISCONNECT, IDLE, STALLED or DRAINED.
 
-        After CLOSE and IDLE the socket is still open (the app closes it with the code)."""
+        After CLOSE, IDLE and DRAINED the socket is still open (the app closes it with the code)."""
         writer = asyncio.create_task(self._outbox.run(), name="session-writer")
         speaker = asyncio.create_task(self._speaker.run(), name="session-speaker")
         reader = asyncio.create_task(self._reader.run(), name="session-reader")
+        drainer = asyncio.create_task(self._drained(), name="session-drain")
         try:
-            done, _ = await asyncio.wait({reader, writer}, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait({reader, writer, drainer}, return_when=asyncio.FIRST_COMPLETED)
+            if drainer in done:
+                return DRAINED
             if writer in done:
                 if not writer.cancelled() and writer.exception() is None and writer.result() == STALLED:
                     return STALLED
@@ -82,11 +107,11 @@ class Session:
                 await self._outbox.drain(1.0)  # but the control frames already queued still go out
             return outcome
         finally:
-            for task in (reader, speaker, writer):
+            for task in (reader, speaker, writer, drainer):
                 task.cancel()
             self._drop_everything()
             self._synth.scheduler.forget_owner(self)  # the owner of its model jobs (Turns)
-            await asyncio.gather(reader, speaker, writer, return_exceptions=True)
+            await asyncio.gather(reader, speaker, writer, drainer, return_exceptions=True)
 
     def held_bytes(self) -> int:
         """Outgoing bytes held for this client now (bounded: outbox.HELD_BYTES_MAX)."""
@@ -101,6 +126,8 @@ class Session:
 
     async def _handle(self, message: ClientMessage) -> None:
         turns, gen = self._turns, self._outbox.generation
+        if self._draining.is_set() and isinstance(message, (Speak, Delta, Flush)):
+            return  # nothing new starts here: the 1001 close tells the client to send it again
         if isinstance(message, Configure):
             await self._configure(message)
         elif isinstance(message, Speak):

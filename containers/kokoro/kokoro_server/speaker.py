@@ -25,10 +25,22 @@ class Speaker:
         self._turns = turns
         self._outbox = outbox
         self._settings = settings
+        self._speaking = False
+        self._draining = False
+        self.drained = asyncio.Event()  # draining, and no utterance is being spoken: none will be
+
+    def drain(self) -> None:
+        """Finish the utterance being spoken; start no other."""
+        self._draining = True
+        if not self._speaking:
+            self.drained.set()
 
     async def run(self) -> None:
         while True:
             item = await self._turns.work.get()
+            if self._draining:  # nothing after the utterance in flight: the client sends it again elsewhere
+                self.drained.set()
+                return
             if item.gen != self._outbox.generation or (isinstance(item, Utterance) and item.dropped):
                 continue
             if isinstance(item, TurnMark):
@@ -37,7 +49,14 @@ class Speaker:
                     turn=item.turn, utterances=stats.spoken, audio_ms=round(stats.audio_s * 1000),
                 ))
             else:
-                await self._speak(item)
+                self._speaking = True
+                try:
+                    await self._speak(item)
+                finally:
+                    self._speaking = False
+                if self._draining:
+                    self.drained.set()
+                    return
 
     async def _speak(self, utt: Utterance) -> None:
         settings = self._settings()

@@ -22,6 +22,7 @@ class CloseCode:
     """WebSocket close codes of ``/invocations-bidirectional-stream`` (docs/protocol.md#close-codes)."""
 
     NORMAL: Final = 1000  # after the client's `close`
+    GOING_AWAY: Final = 1001  # the server is stopping (SIGTERM): reconnect and send again what was not spoken
     TOO_BIG: Final = 1009  # a frame over 1 MiB (the server's WebSocket layer)
     BUSY: Final = 1013  # RFC 6455 "Try Again Later": at the session limit, after a `busy` error
     IDLE: Final = 4001  # no message and nothing to speak for the idle timeout
