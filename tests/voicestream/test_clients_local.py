@@ -20,6 +20,7 @@ from voicestream.clients import (
     TtsServerError, TtsSession, TtsTimeoutError, TurnEnd, UtteranceEnd, UtteranceStart, WebSocketTransport,
     connect_local,
 )
+from voicestream.clients.base import RESUME_ATTEMPTS
 from voicestream.protocol import SynthesisRequest
 
 
@@ -231,7 +232,7 @@ def test_a_dropped_connection_mid_turn_raises_promptly() -> None:
         server, port = await _dropping_server("drop")
         seen: list[TtsEvent] = []
         try:
-            session = await connect_local(f"http://127.0.0.1:{port}", receive_timeout=None)
+            session = await connect_local(f"http://127.0.0.1:{port}", receive_timeout=None, resume=False)
             with pytest.raises(TtsConnectionError) as info:
                 async for event in session.speak_stream(["Hello."]):
                     seen.append(event)
@@ -243,6 +244,31 @@ def test_a_dropped_connection_mid_turn_raises_promptly() -> None:
 
     seen = run(body(), timeout=15)
     assert isinstance(seen[0], UtteranceStart) and isinstance(seen[1], AudioChunk)
+
+
+def test_a_server_that_keeps_dropping_the_connection_ends_the_session_after_bounded_resumes() -> None:
+    """Resuming (the default) sends the speak again on each new connection; a server that never
+    answers it (crashes every time) ends the session after RESUME_ATTEMPTS connections."""
+
+    async def body() -> tuple[list[TtsEvent], str, int]:
+        server, port = await _dropping_server("drop")
+        seen: list[TtsEvent] = []
+        try:
+            session = await connect_local(f"http://127.0.0.1:{port}", receive_timeout=None)
+            with pytest.raises(TtsConnectionError) as info:
+                async for event in session.speak_stream(["Hello."]):
+                    seen.append(event)
+            resumes = session.resumes
+            await session.close()
+        finally:
+            server.close()
+        return seen, str(info.value), resumes
+
+    seen, message, resumes = run(body(), timeout=30)
+    assert resumes == RESUME_ATTEMPTS
+    assert message.endswith(f"(gave up after {RESUME_ATTEMPTS} new connections without an answer)")
+    starts = [e for e in seen if isinstance(e, UtteranceStart)]
+    assert len(starts) == RESUME_ATTEMPTS + 1  # the same speak, sent again on each connection
 
 
 def test_a_silent_server_hits_the_receive_timeout() -> None:

@@ -12,11 +12,11 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
 from typing import Protocol, runtime_checkable
 
 from voicestream.protocol import (
-    Cancel, Close, Configure, Delta, Flush, Format, Ping, Speak, SynthesisRequest,
+    Cancel, Close, CloseCode, Configure, Delta, Flush, Format, Ping, Speak, SynthesisRequest,
     encode_client_message,
 )
 
@@ -27,6 +27,7 @@ from .events import (
     AudioChunk, Cancelled, Configured, ErrorEvent, Pong, TtsEvent, TurnEnd, UtteranceEnd,
     UtteranceStart, decode_frame,
 )
+from .resume import ResumeLog
 
 __all__ = [
     "AudioChunk", "Cancelled", "Configured", "ErrorEvent", "FrameTransport", "Pong", "StreamingTts",
@@ -35,6 +36,10 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+
+RESUME_ATTEMPTS = 5  # connections tried without an answer in between before the session gives up
+RESUME_BACKOFF_S = (0.05, 0.25, 0.5, 1.0, 2.0)  # before each of them
+Reconnect = Callable[[], Awaitable["FrameTransport"]]
 
 
 @runtime_checkable
@@ -68,8 +73,19 @@ class TtsSession:
         transport: FrameTransport,
         receive_timeout: float | None = None,
         raise_errors: bool = True,
+        reconnect: Reconnect | None = None,
     ) -> None:
+        """``reconnect`` opens a new transport to the same service: when the connection ends
+        without our ``close`` (a server draining on SIGTERM closes with 1001), the session opens
+        another and sends again what got no answer (resume.py), up to RESUME_ATTEMPTS times without
+        an answer in between. None: a lost connection ends the session (TtsConnectionError)."""
         self._transport = transport
+        self._reconnect = reconnect
+        self._log = ResumeLog()
+        self._resuming = asyncio.Lock()
+        self._fresh = False  # a resumed transport that has not delivered an event yet
+        self._failures = 0  # connections opened since the last answer (utterance_end, turn_end, ...)
+        self.resumes = 0  # connections opened again so far
         self._receive_timeout = receive_timeout
         self._raise_errors = raise_errors
         self._pending: deque[TtsEvent] = deque()
@@ -95,7 +111,17 @@ class TtsSession:
         if self._closed:
             raise TtsConnectionError("the session is closed")
         async with self._send_lock:  # a frame is never interleaved with another
-            await self._transport.send_text(encode_client_message(message))
+            if not isinstance(message, Close):
+                self._log.sent(message)
+            transport = self._transport
+            try:
+                await transport.send_text(encode_client_message(message))
+                return
+            except TtsConnectionError as exc:
+                if isinstance(message, Close) or not self._may_resume(exc):
+                    raise
+                broken = exc
+        await self._resume(transport, broken)  # the replay carries this message: it is logged
 
     async def configure(
         self,
@@ -143,9 +169,10 @@ class TtsSession:
         """End the turn: the server answers ``turn_end`` after the turn's last audio."""
         await self._send(Flush())
 
-    async def cancel(self) -> None:
-        """Barge-in: drop queued work and audio; the server answers ``cancelled``."""
-        await self._send(Cancel())
+    async def cancel(self, ids: Iterable[str] | None = None) -> None:
+        """Barge-in: drop queued work and audio; the server answers ``cancelled``. With ``ids``,
+        only those utterances (the turn goes on)."""
+        await self._send(Cancel(ids=tuple(ids) if ids is not None else None))
 
     async def ping(self) -> None:
         await self._send(Ping())
@@ -163,14 +190,64 @@ class TtsSession:
     # ---- receiving -------------------------------------------------------------------------
 
     async def _receive_frame(self) -> str | bytes:
-        if self._closed:
-            raise TtsConnectionError("the session is closed")
-        if self._receive_timeout is None:
-            return await self._transport.receive()
-        try:
-            return await asyncio.wait_for(self._transport.receive(), self._receive_timeout)
-        except TimeoutError:
-            raise TtsTimeoutError(f"nothing received for {self._receive_timeout:g} s") from None
+        while True:
+            if self._closed:
+                raise TtsConnectionError("the session is closed")
+            transport = self._transport
+            try:
+                if self._receive_timeout is None:
+                    return await transport.receive()
+                try:
+                    return await asyncio.wait_for(transport.receive(), self._receive_timeout)
+                except TimeoutError:
+                    raise TtsTimeoutError(f"nothing received for {self._receive_timeout:g} s") from None
+            except TtsTimeoutError:
+                raise
+            except TtsConnectionError as exc:
+                if not self._may_resume(exc):
+                    raise
+                await self._resume(transport, exc)
+
+    def _may_resume(self, exc: TtsConnectionError) -> bool:
+        """A connection we did not close ended: open another, unless the server said this session
+        is over for a reason a new connection would meet again (1000 after our close, 1009 a frame
+        too large) or it idled out with nothing to say (4001)."""
+        if self._reconnect is None or self._closed or exc.code in (CloseCode.NORMAL, CloseCode.TOO_BIG):
+            return False
+        return exc.code != CloseCode.IDLE or self._log.outstanding()
+
+    async def _resume(self, failed: FrameTransport, cause: TtsConnectionError) -> None:
+        """Replace ``failed`` with a new transport and send again what got no answer. One resume at
+        a time: a sender and the reader that both saw the same break share it."""
+        assert self._reconnect is not None
+        async with self._resuming:
+            if self._transport is not failed:
+                return  # resumed already
+            with contextlib.suppress(Exception):
+                await failed.close()
+            for attempt in range(RESUME_ATTEMPTS):
+                if self._failures >= RESUME_ATTEMPTS or self._closed:
+                    break
+                self._failures += 1
+                await asyncio.sleep(RESUME_BACKOFF_S[min(attempt, len(RESUME_BACKOFF_S) - 1)])
+                try:
+                    transport = await self._reconnect()
+                except TtsConnectionError as exc:
+                    log.info("resume: reconnecting failed (%s)", exc)
+                    continue
+                async with self._send_lock:
+                    self._transport, self._current, self._fresh = transport, None, True
+                    try:
+                        for message in self._log.replay():
+                            await transport.send_text(encode_client_message(message))
+                    except TtsConnectionError as exc:
+                        log.info("resume: the new connection broke during the replay (%s)", exc)
+                        continue
+                self.resumes += 1
+                log.info("resumed the session on a new connection after: %s", cause)
+                return
+            raise TtsConnectionError(f"{cause} (gave up after {RESUME_ATTEMPTS} new connections without an answer)",
+                                     code=cause.code) from None
 
     async def _next_event(self) -> TtsEvent:
         """The next event, raising server errors unless ``raise_errors`` is False."""
@@ -195,6 +272,16 @@ class TtsSession:
             if event is None:
                 log.debug("ignoring an unknown server frame: %s", frame[:80])
                 continue
+            if self._fresh:  # the resumed connection's first event: a busy server's close follows
+                self._fresh = False
+                if isinstance(event, ErrorEvent) and event.code == "busy" and event.id is None:
+                    continue
+            if isinstance(event, (UtteranceEnd, TurnEnd, Cancelled, Pong, Configured)):
+                self._failures = 0  # an answer: the session makes progress again
+            self._log.received(event)
+            if isinstance(event, Configured) and self._log.swallow_configured:
+                self._log.swallow_configured -= 1
+                continue  # the answer to a replayed configure
             if self._skip_to_cancelled:
                 if isinstance(event, Cancelled):
                     self._skip_to_cancelled -= 1

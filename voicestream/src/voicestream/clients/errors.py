@@ -56,7 +56,12 @@ class TtsServerError(TtsError):
 
 
 class TtsConnectionError(TtsError):
-    """The connection could not be made or was lost; the session is unusable."""
+    """The connection could not be made or was lost; the session is unusable. ``code``: the
+    WebSocket close code the server sent, when one arrived."""
+
+    def __init__(self, message: str, *, code: int | None = None) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class TtsTimeoutError(TtsConnectionError):

@@ -40,30 +40,31 @@ class WebSocketTransport:
         try:
             await self._ws.send(data, text=True)
         except ConnectionClosed as exc:
-            raise TtsConnectionError(_closed_message(exc)) from None
+            raise _closed(exc) from None
 
     async def send_bytes(self, data: bytes) -> None:
         try:
             await self._ws.send(data, text=False)
         except ConnectionClosed as exc:
-            raise TtsConnectionError(_closed_message(exc)) from None
+            raise _closed(exc) from None
 
     async def receive(self) -> str | bytes:
         try:
             return await self._ws.recv()
         except ConnectionClosed as exc:
-            raise TtsConnectionError(_closed_message(exc)) from None
+            raise _closed(exc) from None
 
     async def close(self) -> None:
         await self._ws.close()
 
 
-def _closed_message(exc: ConnectionClosed) -> str:
+def _closed(exc: ConnectionClosed) -> TtsConnectionError:
     frame = exc.rcvd or exc.sent
     if frame is None:
-        return "the connection to the TTS server dropped (no close frame)"
+        return TtsConnectionError("the connection to the TTS server dropped (no close frame)")
     reason = f": {frame.reason}" if frame.reason else ""
-    return f"the TTS server connection closed (code {frame.code}{reason})"
+    return TtsConnectionError(f"the TTS server connection closed (code {frame.code}{reason})",
+                              code=exc.rcvd.code if exc.rcvd is not None else None)
 
 
 async def connect_local(
@@ -72,23 +73,32 @@ async def connect_local(
     receive_timeout: float | None = 60.0,
     raise_errors: bool = True,
     open_timeout: float = 10.0,
+    resume: bool = True,
     **connect_kwargs: Any,
 ) -> TtsSession:
     """Open a session with a server at ``url`` (its base URL, or the full ws:// URL).
+
+    ``resume``: when the connection ends without our ``close`` (a server draining on SIGTERM),
+    connect again and send what got no answer (TtsSession's ``reconnect``).
 
     ``connect_kwargs`` go to :func:`websockets.asyncio.client.connect` (e.g. ``additional_headers``).
     """
     target = websocket_url(url)
     connect_kwargs.setdefault("proxy", None)  # a local server: an environment proxy would only hurt
     connect_kwargs.setdefault("max_size", 4 * 1024 * 1024)
-    try:
-        connection = await connect(target, open_timeout=open_timeout, **connect_kwargs)
-    except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
-        raise TtsConnectionError(f"cannot connect to {target}: {exc or type(exc).__name__}") from None
+
+    async def open_transport() -> WebSocketTransport:
+        try:
+            connection = await connect(target, open_timeout=open_timeout, **connect_kwargs)
+        except (OSError, InvalidHandshake, InvalidURI, TimeoutError) as exc:
+            raise TtsConnectionError(f"cannot connect to {target}: {exc or type(exc).__name__}") from None
+        return WebSocketTransport(connection=connection)
+
     return TtsSession(
-        transport=WebSocketTransport(connection=connection),
+        transport=await open_transport(),
         receive_timeout=receive_timeout,
         raise_errors=raise_errors,
+        reconnect=open_transport if resume else None,
     )
 
 

@@ -322,16 +322,19 @@ async def connect_sagemaker(
     endpoint_url: str | None = None,
     ca_bundle: str | None = None,
     connect_timeout: float = CONNECT_TIMEOUT_S,
+    resume: bool = True,
 ) -> TtsSession:
     """Open a session with the endpoint's container over SageMaker's HTTP/2 bidirectional stream.
+
+    ``resume``: when the stream ends without our ``close`` (an instance draining on SIGTERM during
+    an update or scale-in ends it), open another and send what got no answer (TtsSession's
+    ``reconnect``); SageMaker routes the new stream to a healthy instance.
 
     Returns once the endpoint answered the request, so a wrong URL, a refused signature or an
     unknown endpoint raise here. ``endpoint_url`` / ``ca_bundle`` default to the environment's
     (``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME``, ``AWS_CA_BUNDLE``). ``client`` replaces the SDK client
     (anything with ``invoke_endpoint_with_bidirectional_stream``).
     """
-    owned: AsyncSageMakerRuntimeHTTP2Client | None = None
-    writers: set[asyncio.Task[Any]] = set()
     if client is None:
         session = boto_session or boto3.Session()
         region = region or session.region_name
@@ -340,26 +343,36 @@ async def connect_sagemaker(
         url = endpoint_url or configured_endpoint_url() or endpoint_uri(region)
         if not url.startswith("https://"):
             raise TtsConfigError(f"endpoint_url: {url!r} must be https:// (the SDK speaks HTTP/2 only over TLS)")
-        config = await AsyncSageMakerRuntimeHTTP2Config.resolve(
-            region=region,
-            endpoint_uri=url,
-            aws_credentials_identity_resolver=BotoCredentialsResolver(session=session),
-            transport=_http2_transport(ca_bundle=ca_bundle or configured_ca_bundle(session),
-                                       connect_timeout=connect_timeout, writers=writers),
-        )
-        client = owned = AsyncSageMakerRuntimeHTTP2Client(config=config)
+        ca = ca_bundle or configured_ca_bundle(session)
     request = InvokeEndpointWithBidirectionalStreamInput(
         endpoint_name=endpoint_name, target_variant=target_variant, model_invocation_path=model_invocation_path
     )
-    stream: DuplexStream | None = None
-    try:
-        stream = await client.invoke_endpoint_with_bidirectional_stream(request)
-        _, output = await asyncio.wait_for(stream.await_output(), timeout=connect_timeout)
-    except Exception as exc:
-        await _abandon(stream, owned, writers)
-        if isinstance(exc, TimeoutError):
-            raise TtsTimeoutError(f"{endpoint_name}: no answer within {connect_timeout:.0f} s of connecting") from exc
-        raise map_sdk_error(exc, endpoint_name=endpoint_name) from exc
-    on_close = functools.partial(_close_owned, owned, writers) if owned is not None else None
-    transport = SageMakerBidiTransport(stream=stream, endpoint_name=endpoint_name, on_close=on_close, output=output)
-    return TtsSession(transport=transport, receive_timeout=receive_timeout, raise_errors=raise_errors)
+
+    async def open_transport() -> SageMakerBidiTransport:
+        """One stream; with no ``client`` given, on a client (and HTTP/2 connection) of its own,
+        closed with the stream."""
+        owned: AsyncSageMakerRuntimeHTTP2Client | None = None
+        writers: set[asyncio.Task[Any]] = set()
+        invoker = client
+        if invoker is None:
+            config = await AsyncSageMakerRuntimeHTTP2Config.resolve(
+                region=region,
+                endpoint_uri=url,
+                aws_credentials_identity_resolver=BotoCredentialsResolver(session=session),
+                transport=_http2_transport(ca_bundle=ca, connect_timeout=connect_timeout, writers=writers),
+            )
+            invoker = owned = AsyncSageMakerRuntimeHTTP2Client(config=config)
+        stream: DuplexStream | None = None
+        try:
+            stream = await invoker.invoke_endpoint_with_bidirectional_stream(request)
+            _, output = await asyncio.wait_for(stream.await_output(), timeout=connect_timeout)
+        except Exception as exc:
+            await _abandon(stream, owned, writers)
+            if isinstance(exc, TimeoutError):
+                raise TtsTimeoutError(f"{endpoint_name}: no answer within {connect_timeout:.0f} s of connecting") from exc
+            raise map_sdk_error(exc, endpoint_name=endpoint_name) from exc
+        on_close = functools.partial(_close_owned, owned, writers) if owned is not None else None
+        return SageMakerBidiTransport(stream=stream, endpoint_name=endpoint_name, on_close=on_close, output=output)
+
+    return TtsSession(transport=await open_transport(), receive_timeout=receive_timeout, raise_errors=raise_errors,
+                      reconnect=open_transport if resume else None)
