@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
+from collections.abc import Iterator
 
 import httpx
 
@@ -78,3 +80,20 @@ async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> Non
     finally:
         with contextlib.suppress(OSError):
             sink.write_eof()
+
+
+@contextlib.contextmanager
+def router_thread(backends: list[str]) -> Iterator[HealthyRouter]:
+    """The router on an event loop of its own thread, for synchronous tests."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, name="healthy-router", daemon=True)
+    thread.start()
+    router = HealthyRouter(backends)
+    try:
+        asyncio.run_coroutine_threadsafe(router.__aenter__(), loop).result(timeout=10)
+        yield router
+    finally:
+        asyncio.run_coroutine_threadsafe(router.__aexit__(), loop).result(timeout=10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        loop.close()
