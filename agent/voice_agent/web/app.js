@@ -124,6 +124,16 @@ function resetWords() {
   $("caption").textContent = "";
 }
 
+// Kokoro voice names start with their language and gender: af_heart is American English, female.
+const VOICE_GROUPS = {
+  a: "American English", b: "British English",
+  j: "Japanese (reads English with an accent)",
+};
+
+function voiceGroup(name) {
+  return VOICE_GROUPS[name[0]] && name[2] === "_" ? VOICE_GROUPS[name[0]] : "Other";
+}
+
 function showVoices(voices, chosen) {
   stats.voices = voices || [];
   const picker = $("voice");
@@ -132,11 +142,19 @@ function showVoices(voices, chosen) {
   fallback.value = "";
   fallback.textContent = "default voice";
   picker.appendChild(fallback);
+  const groups = new Map();  // in the order the server lists them (sorted: English first)
   for (const name of stats.voices) {
+    const label = voiceGroup(name);
+    if (!groups.has(label)) {
+      const group = document.createElement("optgroup");
+      group.label = label;
+      groups.set(label, group);
+      picker.appendChild(group);
+    }
     const option = document.createElement("option");
     option.value = option.textContent = name;
     option.selected = name === chosen;
-    picker.appendChild(option);
+    groups.get(label).appendChild(option);
   }
   picker.disabled = stats.voices.length === 0;
 }
