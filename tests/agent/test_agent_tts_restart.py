@@ -49,4 +49,5 @@ def test_a_turn_keeps_all_its_speech_when_the_tts_server_stops_mid_answer(
     assert log.end["tts_ok"] is True and log.end["interrupted"] is False
     assert log.end["sentences"] == reference.end["sentences"]
     assert log.end["audio_bytes"] == reference.end["audio_bytes"]  # every sentence once, none twice
-    assert routed[stopping_server.url] == 1 and routed[kokoro_server.url] >= 1  # the turn moved over
+    assert routed[stopping_server.url] >= 1 and routed[kokoro_server.url] >= 1  # the turn moved over
+    assert stopping_server.process is not None and stopping_server.process.wait(timeout=30) == 0
