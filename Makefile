@@ -38,7 +38,7 @@ system-packages: ## Debian chromium for the browser tests: installed when missin
 
 $(VENV)/.installed: pyproject.toml voicestream/pyproject.toml agent/requirements.txt agent/pyproject.toml
 	test -d $(VENV) || $(PYTHON312) -m venv $(VENV)
-	$(VENV)/bin/pip install $(PIP_QUIET) -r agent/requirements.txt -e './voicestream[clients]' -e '.[dev]'
+	$(VENV)/bin/pip install $(PIP_QUIET) -r agent/requirements.txt -e './voicestream[clients,livekit,pipecat]' -e '.[dev]'
 	$(VENV)/bin/pip install $(PIP_QUIET) --no-deps -e ./agent
 	touch $@
 
