@@ -35,18 +35,19 @@ class KokoroTarget:
         if (self.url is None) == (self.endpoint_name is None):
             raise ValueError("give exactly one of url (a local server) or endpoint_name (SageMaker)")
 
-    async def connect(self, *, open_timeout: float) -> TtsSession:
+    async def connect(self, *, open_timeout: float, raise_errors: bool = True) -> TtsSession:
         # receive_timeout None: a session waits for the LLM's next words as long as the LLM takes;
         # the framework's own timeouts and interruptions end a stuck answer.
         if self.url is not None:
             from voicestream.clients import connect_local
 
-            return await connect_local(self.url, receive_timeout=None, open_timeout=open_timeout)
+            return await connect_local(self.url, receive_timeout=None, open_timeout=open_timeout,
+                                       raise_errors=raise_errors)
         from voicestream.clients import connect_sagemaker
 
         assert self.endpoint_name is not None
         return await connect_sagemaker(self.endpoint_name, region=self.region, receive_timeout=None,
-                                       connect_timeout=open_timeout)
+                                       connect_timeout=open_timeout, raise_errors=raise_errors)
 
 
 def check_sample_rate(sample_rate: int) -> int:
@@ -56,12 +57,13 @@ def check_sample_rate(sample_rate: int) -> int:
 
 
 async def open_session(
-    target: KokoroTarget, *, voice: str | None, speed: float | None, sample_rate: int, timeout: float
+    target: KokoroTarget, *, voice: str | None, speed: float | None, sample_rate: int, timeout: float,
+    raise_errors: bool = True,
 ) -> TtsSession:
     """A session configured for raw pcm at ``sample_rate`` with word timestamps; an unknown voice or
     a bad speed raises the server's refusal (TtsServerError) here, before any text is sent."""
-    session = await asyncio.wait_for(target.connect(open_timeout=timeout), timeout)
-    try:
+    session = await asyncio.wait_for(target.connect(open_timeout=timeout, raise_errors=raise_errors), timeout)
+    try:  # configure raises a refusal (TtsServerError) whatever raise_errors says
         await asyncio.wait_for(session.configure(voice=voice, speed=speed, format="pcm",
                                                  sample_rate=sample_rate, timestamps=True), timeout)
     except BaseException:
