@@ -3,15 +3,26 @@
 kokoro's ``KPipeline(model=False)`` runs only G2P: misaki's English lexicon and spaCy tagger,
 espeak-ng for words it does not know, and ``en_tokenize``'s split of long text into pieces of at
 most 510 phonemes at punctuation. Both engines share it, so they hear the same phonemes.
+
+Guards stand between the text and misaki (until text normalization reads numbers itself), all
+in :func:`readable`, which only adds spaces: :func:`read_long_numbers` (misaki reads a number by
+name through num2words, which raises from about 307 digits) and :func:`split_long_runs` (misaki's
+time on a run of characters without a space is cubic in its parts). :class:`G2PNotes`: espeak's
+``phonemizer`` logs a warning for every word misaki did not know; they become one line per text.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import re
 import threading
-from dataclasses import dataclass
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 
 from kokoro import KPipeline
+from misaki.en import subtokenize
 
 from .engines.base import MAX_PHONEMES
 from .words import ChunkWord, chunk_words
@@ -24,6 +35,123 @@ _LANGS = ("a", "b")
 # JSON may carry lone UTF-16 surrogates ("\ud800"); spaCy cannot encode them and would fail the
 # whole text. Each becomes U+FFFD (one character for one, so word offsets still hold).
 _SURROGATES = re.compile("[\ud800-\udfff]")
+
+log = logging.getLogger(__name__)
+
+# misaki reads a number by name with num2words (OverflowError from about 307 digits; int() itself
+# refuses 4300), a decimal through a float (digits lost past 15). A number with more digits than
+# this is read digit by digit instead ("3.1 4 1 5 ...", "9 9 9 ..."), its comma groups kept apart.
+MAX_NUMBER_DIGITS = 15
+_COMMAS = ",\ufe10\ufe50\uff0c"  # what misaki's NFKC folds to "," and to "."
+_SEPARATORS = frozenset(_COMMAS + ".\u2024\ufe52\uff0e")
+_COMMA_RUNS = re.compile(f"([{_COMMAS}]+)")
+
+
+@functools.lru_cache(maxsize=4096)
+def _digits(char: str) -> int:
+    """How many digits misaki reads in ``char`` (it NFKC-folds each word: "９" is 9, "⑳" is 20)."""
+    return sum(c.isdigit() for c in unicodedata.normalize("NFKC", char))
+
+
+def _numbers(text: str) -> Iterator[tuple[int, int]]:
+    """[start, end) of each run of digits in ``text``, with the commas and points between them."""
+    start = end = -1
+    for i, char in enumerate(text):
+        if _digits(char):
+            start, end = (i if start < 0 else start), i + 1
+        elif start >= 0 and char not in _SEPARATORS:
+            yield start, end
+            start = -1
+    if start >= 0:
+        yield start, end
+
+
+def _apart(number: str) -> str:
+    """A space between each two adjacent digits, when there are too many to read as one number."""
+    if sum(map(_digits, number)) <= MAX_NUMBER_DIGITS:
+        return number
+    return "".join(c + " " if _digits(c) and _digits(n) else c for c, n in zip(number, number[1:] + " "))
+
+
+def read_long_numbers(text: str) -> str:
+    """``text`` with each number of more than MAX_NUMBER_DIGITS digits made readable: split at its
+    commas ("1, 000, 000"), and a part still too long digit by digit. Only spaces are added, so
+    each word G2P sees is still in the client's text (word offsets hold)."""
+    out: list[str] = []
+    done = 0
+    for start, end in _numbers(text):
+        number = text[start:end]
+        if sum(map(_digits, number)) > MAX_NUMBER_DIGITS:
+            parts = _COMMA_RUNS.split(number)  # numbers, with the commas between them at odd places
+            out += [text[done:start], *(p + " " if i % 2 else _apart(p) for i, p in enumerate(parts))]
+            done = end
+    return "".join(out) + text[done:] if out else text
+
+
+# misaki reads a run of characters without a space as one word, trying each span of its parts
+# (subtokens: "a1b2" is a, 1, b, 2) against its lexicon: cubic in their number (a run of 5 000
+# emoji held G2P for minutes, "a1" x 5 000 for hours). A longer run gets a space every this many.
+MAX_SUBTOKENS = 8
+_RUNS = re.compile(r"\S+")
+
+
+def _split_run(match: re.Match[str]) -> str:
+    run = match.group()
+    subtokens = subtokenize(run)  # misaki's own split, so the count is the one it pays for
+    if len(subtokens) <= MAX_SUBTOKENS:
+        return run
+    parts: list[str] = []
+    cut = at = 0
+    for i, sub in enumerate(subtokens):
+        found = run.find(sub, at)  # each is a piece of the run, in order
+        at = found if found >= 0 else at
+        if i and i % MAX_SUBTOKENS == 0:
+            parts.append(run[cut:at])
+            cut = at
+        at += len(sub)
+    return " ".join([*parts, run[cut:]])
+
+
+def split_long_runs(text: str) -> str:
+    """``text`` with a space after every MAX_SUBTOKENS parts of a run without one."""
+    return _RUNS.sub(_split_run, text)
+
+
+def readable(text: str) -> str:
+    """What misaki is given for ``text``: lone surrogates replaced, spaces added where its time or
+    its number reading would fail (each word it sees is still in ``text``, so offsets hold)."""
+    return split_long_runs(read_long_numbers(_SURROGATES.sub("\ufffd", text)))
+
+
+@dataclass
+class G2PNotes:
+    """The warnings G2P's libraries log while reading one text (espeak's ``words count mismatch``
+    for every word misaki did not know), to log as one line instead (:meth:`log`)."""
+
+    messages: list[str] = field(default_factory=list)
+
+    def log(self) -> None:
+        messages = list(self.messages)  # a copy: a G2P thread may still add to it
+        if messages:
+            log.info("g2p: %d warning(s) from the phonemizer reading one text, logged once (first: %s)",
+                     len(messages), messages[0])
+
+
+_capture = threading.local()  # .messages: where the phonemizer's records go during a chunks() call
+
+
+class _Divert(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        messages = getattr(_capture, "messages", None)
+        if messages is None:
+            return True
+        messages.append(record.getMessage())
+        return False
+
+
+# espeak's backend logs through this logger (phonemizer.logger.get_logger resets its handlers, not
+# its filters): its records during a chunks() call go to that call's notes instead.
+logging.getLogger("phonemizer").addFilter(_Divert())
 
 
 # A sentence end in G2P's output: terminal punctuation (closing quotes/brackets kept with it), then a
@@ -91,16 +219,27 @@ class Phonemizer:
         """Phoneme chunks for ``text``, each 1..510 long; empty when nothing is speakable."""
         return [chunk.phonemes for chunk in self.chunks(text, voice=voice)]
 
-    def chunks(self, text: str, *, voice: str) -> list[PhonemeChunk]:
-        """Like :meth:`phonemize`, with each chunk's words and their places in its phonemes."""
-        text = _SURROGATES.sub("\ufffd", text)
+    def chunks(self, text: str, *, voice: str, notes: G2PNotes | None = None) -> list[PhonemeChunk]:
+        """Like :meth:`phonemize`, with each chunk's words and their places in its phonemes.
+        ``notes``: where the libraries' warnings go (to log once for many calls); without it they
+        are logged as one line for this call."""
+        text = readable(text)
+        messages: list[str] = []
         with self._lock:  # spaCy and misaki keep per-call state
-            pipeline = self._pipeline(language_of(voice))
-            return [
-                PhonemeChunk(
-                    phonemes=result.phonemes[:MAX_PHONEMES],
-                    words=chunk_words(result.tokens or (), result.phonemes[:MAX_PHONEMES]),
-                )
-                for result in pipeline(text, voice=None, split_pattern=None)
-                if result.phonemes
-            ]
+            _capture.messages = messages
+            try:
+                pipeline = self._pipeline(language_of(voice))
+                return [
+                    PhonemeChunk(
+                        phonemes=result.phonemes[:MAX_PHONEMES],
+                        words=chunk_words(result.tokens or (), result.phonemes[:MAX_PHONEMES]),
+                    )
+                    for result in pipeline(text, voice=None, split_pattern=None)
+                    if result.phonemes
+                ]
+            finally:
+                _capture.messages = None
+                if notes is None:
+                    G2PNotes(messages).log()
+                else:
+                    notes.messages.extend(messages)

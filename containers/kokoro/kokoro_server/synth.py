@@ -35,7 +35,7 @@ import numpy as np
 
 from .engines import SAMPLE_RATE, Decoding, Engine, Synthesis, WindowPlan
 from .engines.windows import FRAME_S
-from .g2p import PhonemeChunk, Phonemizer, chunk_jobs
+from .g2p import G2PNotes, PhonemeChunk, Phonemizer, chunk_jobs
 from .model_dir import style_for
 from .scheduler import Scheduler
 from .voices import VoiceBook
@@ -97,9 +97,9 @@ class Synthesizer:
             return self.default_voice
         return self.voice_book.resolve(voice, field=field)
 
-    async def phonemize(self, text: str, *, voice: str) -> list[PhonemeChunk]:
+    async def phonemize(self, text: str, *, voice: str, notes: G2PNotes | None = None) -> list[PhonemeChunk]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._g2p, lambda: self.phonemizer.chunks(text, voice=voice))
+        return await loop.run_in_executor(self._g2p, lambda: self.phonemizer.chunks(text, voice=voice, notes=notes))
 
     def submit(
         self, *, owner: Hashable, phonemes: str, voice: str, speed: float, words: tuple[PlacedWord, ...] = (),
@@ -247,11 +247,12 @@ class Speech:
         self._g2p = asyncio.create_task(self._phonemize_all())
 
     async def _phonemize_all(self) -> None:
+        notes = G2PNotes()  # what the G2P libraries warn about in all the pieces: one log line
         try:
             aligner = TextAligner(self._text)  # word offsets point into the text as the client sent it
             for piece in self._pieces:
                 aligner.extend(piece)
-                for chunk in await self._synth.phonemize(piece, voice=self._voice):
+                for chunk in await self._synth.phonemize(piece, voice=self._voice, notes=notes):
                     for job in chunk_jobs(chunk):
                         await self._chunks.put((job.phonemes, aligner.place(job.words)))
                         self._advance()
@@ -259,6 +260,8 @@ class Speech:
             raise
         except Exception as exc:  # G2P failed: the reader raises it after what was queued
             self.error = exc
+        finally:
+            notes.log()
         await self._chunks.put(None)
         self._advance()
 
