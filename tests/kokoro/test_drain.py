@@ -17,12 +17,13 @@ from kokoro_harness import Server, start_server
 
 pytestmark = pytest.mark.kokoro
 
-LONG = " ".join(f"Sentence {n} of the answer that is playing when the server is told to stop." for n in range(8))
+LONG = " ".join(f"Sentence {n} of the answer that is playing when the server is told to stop." for n in range(3))
 
 
 @pytest.fixture()
 def stopping_server(tiny_model: Path, tmp_path: Path):
-    server = start_server(tiny_model, tmp_path / "server.log", env={"KOKORO_WARMUP": "0"})
+    # the longest drain allowed: a loaded test machine is slow, and the point is that the drain waits
+    server = start_server(tiny_model, tmp_path / "server.log", env={"KOKORO_WARMUP": "0", "KOKORO_DRAIN_S": "25"})
     yield server
     server.stop()
 

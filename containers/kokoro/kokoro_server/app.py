@@ -34,6 +34,7 @@ from .aws_sample import respond_sample, sample_payload
 from .config import Settings
 from .invocations import native, read_body, too_large
 from .metrics import report_load
+from .middleware import RefuseWhileDraining, RequestIds
 from .outbox import WRITE_BUFFER_EXTENSION
 from .scheduler import Scheduler
 from .session import CLOSE, DRAINED, IDLE, STALLED, Session
@@ -144,23 +145,6 @@ async def drain(app: Starlette) -> None:
     log.info("drained; %d session(s) left", state.sessions)
 
 
-class RefuseWhileDraining:
-    """ASGI middleware: while draining, a new HTTP request other than /ping gets 503 ``draining``
-    (a retry reaches another instance); WebSockets are refused by ``bidirectional``."""
-
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        state = getattr(scope.get("app"), "state", None) if scope["type"] == "http" else None
-        if (scope["type"] == "http" and scope.get("path") != "/ping" and state is not None
-                and getattr(state, "draining", False)):
-            response = JSONResponse({"error": {"code": "draining", "message": "the server is stopping: retry"}},
-                                    status_code=503, headers={"Retry-After": "1"})
-            await response(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
 async def _drop(websocket: WebSocket, grace_s: float, *, code: int = STALLED_CLOSE_CODE,
                 reason: str = "client not reading") -> None:
     """Close with ``code`` (4002: a client that stopped reading); if the close does not get through
@@ -226,6 +210,6 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
             Route("/v1/audio/voices", openai_api.voices, methods=["GET"]),
             Route("/v1/models", openai_api.models, methods=["GET"]),
         ],
-        middleware=[Middleware(RefuseWhileDraining)],
+        middleware=[Middleware(RequestIds), Middleware(RefuseWhileDraining)],
         lifespan=lifespan,
     )
