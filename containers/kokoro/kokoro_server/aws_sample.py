@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import struct
 import time
 import uuid
@@ -34,8 +35,10 @@ from starlette.responses import Response, StreamingResponse
 from voicestream.protocol import ProtocolError, SynthesisRequest, aws
 
 from .audio import CONTENT_TYPES
-from .invocations import Encoded, check_audio, encoded_audio, error_response
+from .invocations import Encoded, check_audio, encoded_audio, error_response, failed, failure_message, opened
 from .synth import Synthesizer
+
+log = logging.getLogger(__name__)
 
 STALE_STATUS = 408
 
@@ -64,12 +67,16 @@ async def respond_sample(request: Request, synth: Synthesizer, payload: dict[str
     req = sample.request
     request_id = sample.request_id or request.headers.get("x-amzn-requestid") or uuid.uuid4().hex
     headers = {"X-Request-Id": request_id, "X-Audio-Format": req.format, "X-Audio-Sample-Rate": str(req.sample_rate)}
-    audio = encoded_audio(synth, req, voice)
+    try:  # the response starts once there is audio: a synthesis failing before it is a 500
+        audio = await opened(encoded_audio(synth, req, voice))
+        if not sample.stream:
+            return await _complete(audio, req, headers)
+    except Exception as exc:
+        log.exception("request %s failed", request_id)
+        return failed(exc)
     if req.transport == "sse":
         return StreamingResponse(_sse(audio, req, voice, request_id), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache"})
-    if not sample.stream:
-        return await _complete(audio, req, headers)
     return StreamingResponse(_bytes(audio), media_type=CONTENT_TYPES[req.format], headers=headers)
 
 
@@ -121,7 +128,7 @@ async def _sse(audio: AsyncIterator[Encoded], req: SynthesisRequest, voice: str,
                                              "data": base64.b64encode(part.data).decode("ascii")})
                 seq += 1
     except Exception as exc:
-        yield _event("error", {"request_id": request_id, "code": "synthesis_failed",
-                               "message": f"synthesis failed: {type(exc).__name__}: {exc}"})
+        log.exception("request %s failed", request_id)
+        yield _event("error", {"request_id": request_id, "code": "synthesis_failed", "message": failure_message(exc)})
         return
     yield _event("audio_stream_end", {"request_id": request_id, "total_chunks": seq, "duration_s": round(audio_s, 3)})

@@ -7,8 +7,11 @@ The text is cut into sentences so the first sentence's audio leaves before the r
 synthesized. ``transport: "binary"`` streams the encoded audio bytes (one encoder for the whole
 response, flushed at the end); ``transport: "sse"`` streams Server-Sent Events with base64 audio
 and ``start`` / ``end`` / ``error`` events. Errors found before the first byte are HTTP 4xx with a
-JSON body naming the field; an error after it is an SSE ``error`` event, or for raw bytes an
-aborted body (HTTP has no way to take a 200 back).
+JSON body naming the field. The response starts only once the first sentence has audio
+(:func:`opened`), so a synthesis that fails before it (G2P could not read the text, the model
+raised) is a 500 with code ``synthesis_failed``; a failure after it is an SSE ``error`` event, or
+for raw bytes an aborted body (HTTP has no way to take a 200 back; the chunked body never ends,
+so no client takes the part it got for the whole).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
 from starlette.requests import Request
@@ -40,6 +43,17 @@ MAX_BODY_BYTES = MAX_TEXT_CHARS * 6 + 4096
 
 def error_response(exc: ProtocolError, status: int = 400) -> JSONResponse:
     return JSONResponse({"error": {k: v for k, v in exc.to_dict().items() if k != "type"}}, status_code=status)
+
+
+def failure_message(exc: BaseException) -> str:
+    """What a client is told of a synthesis that failed (cut: an exception may quote the whole text)."""
+    message = f"synthesis failed: {type(exc).__name__}: {exc}"
+    return message if len(message) <= 300 else message[:299] + "…"
+
+
+def failed(exc: BaseException) -> JSONResponse:
+    """A 500 for a synthesis that failed before its response started."""
+    return error_response(ProtocolError("synthesis_failed", failure_message(exc)), 500)
 
 
 def too_large() -> JSONResponse:
@@ -75,10 +89,16 @@ async def native(request: Request, synth: Synthesizer, body: bytes) -> Response:
         return error_response(exc)
     request_id = request.headers.get("x-amzn-requestid") or uuid.uuid4().hex
     headers = {"X-Request-Id": request_id, "X-Audio-Format": req.format, "X-Audio-Sample-Rate": str(req.sample_rate)}
+    started = time.perf_counter()
+    try:
+        audio = await opened(encoded_audio(synth, req, voice))
+    except Exception as exc:
+        log.exception("request %s failed before its first audio", request_id)
+        return failed(exc)
     if req.transport == "sse":
-        return StreamingResponse(_sse(synth, req, voice, request_id), media_type="text/event-stream",
+        return StreamingResponse(_sse(audio, req, voice, request_id, started), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache"})
-    return StreamingResponse(_binary(synth, req, voice), media_type=CONTENT_TYPES[req.format], headers=headers)
+    return StreamingResponse(_binary(audio), media_type=CONTENT_TYPES[req.format], headers=headers)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +112,7 @@ class Encoded:
     words: tuple[WordTiming, ...] = ()
 
 
-async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[Encoded]:
+async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncGenerator[Encoded, None]:
     """Encoded audio as it is made, sentence by sentence, then the encoder's tail."""
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
@@ -114,20 +134,41 @@ async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -
         synth.scheduler.forget_owner(owner)
 
 
-async def _binary(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
-    async for part in encoded_audio(synth, req, voice):
+async def opened(parts: AsyncGenerator[Encoded, None]) -> AsyncIterator[Encoded]:
+    """``parts`` with the first one already made, so that a synthesis failing before any audio
+    (G2P, the model) raises here, while the response can still be an error status; later
+    failures raise while the response streams."""
+    try:
+        first = await anext(parts)
+    except StopAsyncIteration:
+        return parts
+
+    async def resumed() -> AsyncIterator[Encoded]:
+        try:
+            yield first
+            async for part in parts:
+                yield part
+        finally:  # the client left: end the synthesis now, not when the generator is collected
+            await parts.aclose()
+
+    return resumed()
+
+
+async def _binary(audio: AsyncIterator[Encoded]) -> AsyncIterator[bytes]:
+    async for part in audio:
         if part.data:
             yield part.data
 
 
-async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id: str) -> AsyncIterator[bytes]:
-    started = time.perf_counter()
+async def _sse(
+    audio: AsyncIterator[Encoded], req: SynthesisRequest, voice: str, request_id: str, started: float,
+) -> AsyncIterator[bytes]:
     yield encode_sse(SseStart(id=request_id, voice=voice, format=req.format, sample_rate=req.sample_rate))
     audio_s = synthesis_s = 0.0
     first_s: float | None = None  # model time before the first audio event (windows: the first one's)
     index = 0
     try:
-        async for part in encoded_audio(synth, req, voice):
+        async for part in audio:
             audio_s += part.audio_s
             synthesis_s += part.synthesis_s
             if req.timestamps and part.words:  # before the audio they are spoken in
@@ -138,7 +179,7 @@ async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str, request_id
                 index += 1
     except Exception as exc:
         log.exception("request %s failed", request_id)
-        yield encode_sse(ErrorEvent(code="synthesis_failed", message=f"{type(exc).__name__}: {exc}"))
+        yield encode_sse(ErrorEvent(code="synthesis_failed", message=failure_message(exc)))
         return
     yield encode_sse(SseEnd(
         id=request_id, chunks=index, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),

@@ -38,7 +38,7 @@ from voicestream.protocol import (
 )
 
 from .audio import CONTENT_TYPES
-from .invocations import MAX_BODY_BYTES, encoded_audio, read_body
+from .invocations import MAX_BODY_BYTES, Encoded, encoded_audio, failure_message, opened, read_body
 from .synth import Synthesizer
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,8 @@ class OpenAIError(Exception):
         return cls(exc.message, param=exc.field, code=exc.code)
 
     def response(self) -> JSONResponse:
-        body = {"message": self.message, "type": "invalid_request_error", "param": self.param, "code": self.code}
+        kind = "server_error" if self.status >= 500 else "invalid_request_error"
+        body = {"message": self.message, "type": kind, "param": self.param, "code": self.code}
         return JSONResponse({"error": body}, status_code=self.status)
 
 
@@ -161,14 +162,19 @@ async def respond(synth: Synthesizer, payload: dict[str, Any]) -> Response:
     headers = {"X-Kokoro-Voice": voice, "X-Audio-Sample-Rate": str(NATIVE_SAMPLE_RATE)}
     if req.instructions:
         headers["X-Kokoro-Ignored-Fields"] = "instructions"
+    try:  # the response starts once there is audio: a synthesis failing before it is a 500
+        audio = await opened(encoded_audio(synth, native, voice))
+    except Exception as exc:
+        log.exception("openai speech request failed before its first audio")
+        return OpenAIError(failure_message(exc), param=None, code="synthesis_failed", status=500).response()
     if req.stream_format == "sse":
-        return StreamingResponse(_sse(synth, native, voice), media_type="text/event-stream",
+        return StreamingResponse(_sse(audio, native), media_type="text/event-stream",
                                  headers={**headers, "Cache-Control": "no-cache"})
-    return StreamingResponse(_audio(synth, native, voice), media_type=CONTENT_TYPES[req.response_format], headers=headers)
+    return StreamingResponse(_audio(audio), media_type=CONTENT_TYPES[req.response_format], headers=headers)
 
 
-async def _audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
-    async for part in encoded_audio(synth, req, voice):
+async def _audio(audio: AsyncIterator[Encoded]) -> AsyncIterator[bytes]:
+    async for part in audio:
         if part.data:
             yield part.data
 
@@ -177,18 +183,18 @@ def _data(payload: dict[str, Any]) -> bytes:
     return f"data: {json.dumps(payload)}\n\n".encode()
 
 
-async def _sse(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncIterator[bytes]:
+async def _sse(audio: AsyncIterator[Encoded], req: SynthesisRequest) -> AsyncIterator[bytes]:
     """OpenAI's speech events: ``speech.audio.delta`` (base64 audio) ... ``speech.audio.done``."""
     audio_s = 0.0
     try:
-        async for part in encoded_audio(synth, req, voice):
+        async for part in audio:
             audio_s += part.audio_s
             if part.data:
                 yield _data({"type": "speech.audio.delta", "audio": base64.b64encode(part.data).decode("ascii")})
     except Exception as exc:
         log.exception("openai speech request failed")
-        yield _data({"type": "error", "error": {"message": f"synthesis failed: {type(exc).__name__}: {exc}",
-                                                 "type": "server_error", "param": None, "code": "synthesis_failed"}})
+        yield _data({"type": "error", "error": {"message": failure_message(exc), "type": "server_error",
+                                                 "param": None, "code": "synthesis_failed"}})
         return
     frames = round(audio_s * FRAMES_PER_SECOND)
     usage = {"input_tokens": len(req.text), "output_tokens": frames, "total_tokens": len(req.text) + frames}
