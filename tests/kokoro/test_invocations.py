@@ -107,6 +107,13 @@ BAD_REQUESTS = [
     ({"text": "Hi.", "format": "opus", "sample_rate": 44100}, 400, "invalid_field", "sample_rate"),
     ({"text": "Hi.", "transport": "carrier-pigeon"}, 400, "invalid_field", "transport"),
     ({"text": "Hi.", "stream": "yes"}, 400, "invalid_field", "stream"),  # (stream: a bool marks the AWS sample's shape)
+    # the AWS sample's request_id is echoed in X-Request-Id: a lone surrogate, a character outside
+    # latin-1, a control character got a 500 or a dropped connection (fuzzing found the first)
+    ('{"request_id": "\\ud800", "text": "Hi."}', 400, "invalid_field", "request_id"),
+    ({"request_id": "日本", "text": "Hi."}, 400, "invalid_field", "request_id"),
+    ({"request_id": "a\nb", "text": "Hi."}, 400, "invalid_field", "request_id"),
+    ({"request_id": "a\u0000b", "text": "Hi.", "transport": "sse"}, 400, "invalid_field", "request_id"),
+    ({"request_id": "r 1", "text": "Hi."}, 400, "invalid_field", "request_id"),
     ("x" * 70_000, 413, "body_too_large", None),
 ]
 

@@ -16,13 +16,14 @@ body has them) is the sample's: :func:`request_from_sample` reads it (``format``
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .audio import check_sample_rate
 from .events import ErrorEvent, ServerEvent, UtteranceEnd, UtteranceStart
 from .fields import (
-    ProtocolError, check_bool, check_timestamp, optional_id,
+    ProtocolError, check_bool, check_timestamp, invalid, optional_id,
     optional_speed, reject_unknown, required_text,
 )
 from .messages import Speak, SynthesisRequest, request_from_payload
@@ -120,11 +121,23 @@ def is_sample_body(payload: dict[str, Any]) -> bool:
     return any(marker in payload for marker in HTTP_MARKERS)
 
 
+# Visible ASCII: what an id in an HTTP header can be (no spaces, as for the caller's own X-Request-Id).
+_HEADER_VALUE = re.compile(r"[!-~]+")
+
+
+def header_id(payload: dict[str, Any], name: str) -> str | None:
+    """An identifier the response echoes in a header (``X-Request-Id``): visible ASCII only."""
+    value = optional_id(payload, name)
+    if value is not None and not _HEADER_VALUE.fullmatch(value):
+        raise invalid(name, "must be visible ASCII, no spaces (it is echoed in the X-Request-Id header)")
+    return value
+
+
 def request_from_sample(payload: dict[str, Any]) -> SampleRequest:
     request = request_from_payload(payload, fields=HTTP_SAMPLE_FIELDS, default_format="wav")
     stamp = payload.get("request_timestamp")
     return SampleRequest(
         request=request, stream=check_bool(payload.get("stream", True), name="stream"),
-        request_id=optional_id(payload, "request_id"),
+        request_id=header_id(payload, "request_id"),
         request_timestamp=check_timestamp(stamp) if stamp is not None else None,
     )
