@@ -206,8 +206,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"{result['loadavg_before']}, after {result['loadavg']} on {os.cpu_count()} CPUs shared with other work. "
         "`python -m bench.frameworks` (bench/frameworks.py) writes this.",
         "",
-        "| framework | variant | first audio (ms) | last audio (ms) | audio (s) |",
-        "|---|---|---:|---:|---:|",
+        "| framework | variant | first audio (ms) | its range | last audio (ms) | its range | audio (s) |",
+        "|---|---|---:|---:|---:|---:|---:|",
     ]
     labels = {"livekit_kokoro": ("LiveKit 1.8.9", "voicestream KokoroTTS (bidi stream)"),
               "livekit_openai_adapter": ("LiveKit 1.8.9", "openai.TTS + StreamAdapter"),
@@ -215,7 +215,18 @@ def markdown(result: dict[str, Any]) -> str:
               "pipecat_openai": ("pipecat 1.14", "OpenAITTSService")}
     for name, (fw, label) in labels.items():
         s = v[name]
-        lines.append(f"| {fw} | {label} | {s['ttfa_p50_ms']:.0f} | {s['total_p50_ms']:.0f} | {s['audio_s_p50']:.2f} |")
+        ttfa = [r["ttfa_ms"] for r in s["runs"]]
+        total = [r["total_ms"] for r in s["runs"]]
+        lines.append(f"| {fw} | {label} | {s['ttfa_p50_ms']:.0f} | {min(ttfa):.0f}-{max(ttfa):.0f} "
+                     f"| {s['total_p50_ms']:.0f} | {min(total):.0f}-{max(total):.0f} | {s['audio_s_p50']:.2f} |")
+    lines.append("")
+    for fw, ours, theirs in (("LiveKit", "livekit_kokoro", "livekit_openai_adapter"),
+                             ("pipecat", "pipecat_kokoro", "pipecat_openai")):
+        pairs = list(zip(v[ours]["runs"], v[theirs]["runs"]))  # the same round: the same load
+        for key, what in (("ttfa_ms", "first audio"), ("total_ms", "last audio")):
+            d = [a[key] - b[key] for a, b in pairs]
+            lines.append(f"- {fw}, {what}, ours minus the OpenAI route paired by round: median "
+                         f"{statistics.median(d):+.0f} ms, ours earlier in {sum(x < 0 for x in d)} of {len(d)}.")
     return "\n".join(lines) + "\n"
 
 
@@ -226,7 +237,11 @@ def main() -> None:
     parser.add_argument("--model-dir", type=Path, help="a real model directory (default: the tiny model, built here)")
     parser.add_argument("--kokoro-python", type=Path, default=REPO / ".venv-kokoro" / "bin" / "python")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "frameworks.json")
+    parser.add_argument("--report", action="store_true", help="only rewrite the .md from the JSON in --out")
     args = parser.parse_args()
+    if args.report:
+        args.out.with_suffix(".md").write_text(markdown(json.loads(args.out.read_text())))
+        return
     before = [round(x, 2) for x in os.getloadavg()]
     with tempfile.TemporaryDirectory(prefix="bench-frameworks-") as tmp:
         model_dir = args.model_dir or build_tiny_model(Path(tmp) / "model", python=args.kokoro_python)

@@ -142,6 +142,20 @@ def test_synthesize_one_shot_and_other_rate_and_blend(kokoro_server: KokoroServe
     run(main())
 
 
+def test_an_answer_with_nothing_to_say_ends(kokoro_server: KokoroServer) -> None:
+    async def main() -> None:
+        async with KokoroTTS(url=kokoro_server.url) as engine:
+            async with engine.stream() as stream:  # e.g. an LLM turn that was only a tool call
+                stream.end_input()
+                frames = [ev async for ev in stream]
+            assert frames == []
+            async with engine.stream() as stream2:  # and the session is still good
+                got = await speak_answer(stream2, "Done.")
+            got.check_timestamps("Done.")
+
+    run(main(), timeout=30)
+
+
 def test_unknown_voice_is_refused_without_retrying(kokoro_server: KokoroServer) -> None:
     async def main() -> None:
         async with KokoroTTS(url=kokoro_server.url, voice="no_such_voice") as engine:
