@@ -119,7 +119,7 @@ async def pipecat_answer(make_service: Callable[[], Any], token_s: float) -> dic
     holder: dict[str, Sample] = {}
     done = asyncio.Event()
 
-    class Sink(FrameProcessor):  # type: ignore[misc]
+    class Sink(FrameProcessor):
         async def process_frame(self, frame: Frame, direction: FrameDirection) -> None:
             await super().process_frame(frame, direction)
             if isinstance(frame, TTSAudioRawFrame) and "s" in holder:
@@ -132,7 +132,7 @@ async def pipecat_answer(make_service: Callable[[], Any], token_s: float) -> dic
                             params=PipelineParams(audio_out_sample_rate=24000))
     started = asyncio.Event()
 
-    @worker.event_handler("on_pipeline_started")  # type: ignore[untyped-decorator]
+    @worker.event_handler("on_pipeline_started")
     async def _started(worker: Any, frame: Any) -> None:
         started.set()
 
