@@ -6,6 +6,10 @@ Split (every run, in ``make test``): 6 000 generated frames through the parser i
 ``ping``) and 400 ``POST /invocations`` bodies. After every live case the socket got an error
 frame (for a case that holds invalid input) and only valid server frames, and it is still open;
 every 100 cases /ping answers; at the end the server is idle with no task left over.
+
+Examples are drawn by fuzz_profile.py: the same ones on every run by default (derandomized, so CI
+never fails by chance), new random ones, ten times as many, with ``KOKORO_FUZZ_EXPLORE=1``. Every
+failure a run found is kept as an ``@example`` on its test.
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ from typing import Any
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from fuzz_profile import fuzz_settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from voicestream.protocol import (
     FORMATS, MESSAGE_TYPES, SAMPLE_RATES, Ping, ProtocolError, parse_client_message, parse_request,
@@ -146,7 +151,7 @@ def refused_cleanly(error: ProtocolError) -> None:
     json.dumps(error.to_dict())  # the error frame is serializable
 
 
-@settings(max_examples=IN_PROCESS_FRAMES, deadline=None, suppress_health_check=list(HealthCheck))
+@fuzz_settings(IN_PROCESS_FRAMES)
 @given(st.one_of(frames, valid_cheap()))
 def test_parser_takes_any_frame_or_refuses_it_with_a_protocol_error(raw: str | bytes) -> None:
     try:
@@ -155,7 +160,7 @@ def test_parser_takes_any_frame_or_refuses_it_with_a_protocol_error(raw: str | b
         refused_cleanly(error)
 
 
-@settings(max_examples=IN_PROCESS_BODIES, deadline=None, suppress_health_check=list(HealthCheck))
+@fuzz_settings(IN_PROCESS_BODIES)
 @given(st.one_of(messages().map(json.dumps), st.binary(max_size=200), json_value.map(json.dumps),
                  messages().map(truncated_utf8)))
 def test_request_parser_takes_any_body_or_refuses_it_with_a_protocol_error(raw: str | bytes) -> None:
@@ -215,8 +220,11 @@ def fuzzer(server) -> Iterator[Fuzzer]:
     assert fds_after <= fds_before, (fds_after, fds_before)
 
 
-@settings(max_examples=LIVE_WS_CASES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@fuzz_settings(LIVE_WS_CASES)
 @given(cases())
+# G2P: a number past num2words' ~307 digits raised OverflowError (now read digit by digit)
+@example([json.dumps({"type": "speak", "text": "Call me at " + "9" * 400 + " tomorrow."})])
+@example([json.dumps({"text": "x", "request_id": "\ud800"}), json.dumps({"text": "Hi.", "request_id": "日本"})])
 def test_live_session_answers_every_hostile_case_and_stays_open(fuzzer: Fuzzer, sent: list[str | bytes]) -> None:
     received = fuzzer.exchange(sent)
     fuzzer.cases += 1
@@ -276,8 +284,12 @@ def http(server) -> Iterator[httpx.Client]:
     assert fds_after <= fds_before, (fds_after, fds_before)
 
 
-@settings(max_examples=LIVE_POST_CASES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+@fuzz_settings(LIVE_POST_CASES)
 @given(post_bodies)
+@example(json.dumps({"request_id": "\ud800", "text": "Hi."}))  # found by this test: a 500 (a lone surrogate)
+@example(json.dumps({"request_id": "日本", "text": "Hi."}))  # 500: not latin-1, the X-Request-Id header failed
+@example(json.dumps({"request_id": "a\nb", "text": "Hi."}))  # the connection dropped: no valid header value
+@example(json.dumps({"text": "Call me at " + "9" * 400 + " tomorrow."}))  # G2P raised: the body was cut
 def test_live_post_answers_any_body_with_audio_or_a_json_error(http: httpx.Client, body: str | bytes) -> None:
     response = http.post("/invocations", content=body, headers={"Content-Type": "application/json"})
     if response.status_code == 200:
