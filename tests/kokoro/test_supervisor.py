@@ -2,9 +2,12 @@
 SageMaker starts containers, it serves from an unprivileged process; a serving process that dies
 is started again, with /ping failing until the model is back; a refusal to start is final.
 
-The live tests run the supervisor from Debian's /usr/bin/python3.11 with the Kokoro environment's
-packages on PYTHONPATH: on this machine the venv's interpreter lives under /root (mode 0700), which
-an unprivileged process cannot execute. In the image Python is in /opt/venv, readable by all."""
+The live tests run the supervisor from Debian's /usr/bin/python3.11 (on this machine the venv's
+interpreter lives under /root, mode 0700, which an unprivileged process cannot execute; in the
+image Python is in /opt/venv, readable by all) with the code, the model and the Kokoro
+environment's packages in a folder under /tmp that every user can read (a copy of the code and
+model; the packages through hard links, unless nobody can read them where they are), so they
+hold wherever the repository is cloned, a 0700 folder from ``mktemp -d`` included."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ import signal
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -23,7 +27,7 @@ import httpx
 import pytest
 
 from kokoro_harness import free_port
-from kokoro_server.supervisor import MAX_RESTARTS, Supervisor, resolve_run_as
+from kokoro_server.supervisor import EXIT_BAD_MODEL, MAX_RESTARTS, Supervisor, resolve_run_as
 
 pytestmark = pytest.mark.kokoro
 
@@ -97,25 +101,55 @@ def uid_of(pid: int) -> int:
     raise AssertionError(f"no Uid line for {pid}")
 
 
+def readable_to_nobody(path: Path) -> bool:
+    """Asked of a process running as nobody."""
+    check = "import os, sys; sys.exit(not os.access(sys.argv[1], os.R_OK | os.X_OK))"
+    return subprocess.run([str(DEBIAN_PYTHON), "-c", check, str(path)], user="nobody", group="nogroup",
+                          extra_groups=[], check=False).returncode == 0
+
+
 @pytest.fixture
-def supervised(tiny_model: Path, tmp_path: Path) -> Iterator[Supervised]:
+def tree(tiny_model: Path) -> Iterator[Path]:
+    """A folder nobody can read holding ``code`` (kokoro_server, voicestream), ``model`` and
+    ``site`` (the packages), wherever the repository and the test's temporary folders are."""
     if os.geteuid() != 0:
         pytest.fail("this test checks the drop from root; CI and the container run as root")
     assert DEBIAN_PYTHON.exists(), "Debian's python3.11 is needed to run unprivileged here"
-    model = Path("/tmp") / f"kokoro-supervised-{os.getpid()}"
-    shutil.copytree(tiny_model, model, dirs_exist_ok=True)
-    subprocess.run(["chmod", "-R", "a+rX", str(model)], check=True)
-    sources = [REPO / "containers" / "kokoro", REPO / "voicestream" / "src", Path(sysconfig.get_paths()["purelib"])]
+    root = Path(tempfile.mkdtemp(prefix="kokoro-supervised-", dir="/tmp"))
+    try:
+        skip = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(REPO / "containers" / "kokoro" / "kokoro_server", root / "code" / "kokoro_server", ignore=skip)
+        shutil.copytree(REPO / "voicestream" / "src" / "voicestream", root / "code" / "voicestream", ignore=skip)
+        shutil.copytree(tiny_model, root / "model")
+        subprocess.run(["chmod", "-R", "a+rX", str(root)], check=True)
+        site = Path(sysconfig.get_paths()["purelib"])
+        if readable_to_nobody(site):
+            (root / "site").symlink_to(site)
+        elif subprocess.run(["cp", "-al", str(site), str(root / "site")], check=False).returncode != 0:
+            subprocess.run(["cp", "-a", str(site), str(root / "site")], check=True)  # another filesystem
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def start(root: Path, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """``python -m kokoro_server serve`` as the image starts it: as root, supervised, dropping to nobody."""
     env = {**os.environ, "KOKORO_SUPERVISE": "1", "KOKORO_RUN_AS": "nobody", "KOKORO_WARMUP": "0",
-           "PYTHONPATH": os.pathsep.join(map(str, sources)), "PYTHONUNBUFFERED": "1"}
-    port = free_port()
-    log = tmp_path / "supervisor.log"
+           "PYTHONPATH": os.pathsep.join(str(root / name) for name in ("code", "site")), "PYTHONUNBUFFERED": "1"}
+    env.pop("KOKORO_MODEL_DIR", None)
     with log.open("wb") as handle:
-        process = subprocess.Popen(
-            [str(DEBIAN_PYTHON), "-m", "kokoro_server", "serve", "--model-dir", str(model),
+        return subprocess.Popen(
+            [str(DEBIAN_PYTHON), "-m", "kokoro_server", "serve", "--model-dir", str(root / "model"),
              "--host", "127.0.0.1", "--port", str(port)],
             cwd="/tmp", env=env, stdout=handle, stderr=subprocess.STDOUT,
         )
+
+
+@pytest.fixture
+def supervised(tree: Path, tmp_path: Path) -> Iterator[Supervised]:
+    port = free_port()
+    log = tmp_path / "supervisor.log"
+    process = start(tree, port, log)
     running = Supervised(process=process, url=f"http://127.0.0.1:{port}", log=log)
     try:
         yield running
@@ -123,7 +157,24 @@ def supervised(tiny_model: Path, tmp_path: Path) -> Iterator[Supervised]:
         if process.poll() is None:
             process.kill()
             process.wait(10)
-        shutil.rmtree(model, ignore_errors=True)
+
+
+@pytest.mark.parametrize(("closed", "named"), [("model", "the model directory"), ("code", "the kokoro_server package")])
+def test_refuses_in_one_line_when_the_user_cannot_read_the_model_or_the_code(
+    tree: Path, tmp_path: Path, closed: str, named: str,
+) -> None:
+    (tree / closed).chmod(0o700)
+    log = tmp_path / "supervisor.log"
+    process = start(tree, free_port(), log)
+    try:
+        assert process.wait(60) == EXIT_BAD_MODEL
+    finally:
+        if process.poll() is None:
+            process.kill()
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1, lines  # nothing was started: no import error, no retries
+    assert "cannot start" in lines[0] and "user nobody" in lines[0] and f"({named})" in lines[0], lines
+    assert f"{tree / closed} (mode 0700) is closed to it" in lines[0], lines
 
 
 def test_serves_unprivileged_restarts_after_a_crash_and_stops_on_sigterm(supervised: Supervised) -> None:

@@ -15,22 +15,33 @@ status 1, so the platform replaces the instance instead of watching a crash loop
 
 On SIGTERM, SIGINT or SIGHUP the supervisor passes SIGTERM on, waits for the serving process to
 finish its shutdown, and exits 0.
+
+Before the first start it checks, from a child that drops to that user, that the user can read
+what the serving process needs (:func:`needed_paths`: the interpreter, the packages it imports,
+every file of the model directory). A folder closed to it (a checkout in a 0700 folder, a model
+copied in by root with a 0600 umask) stops the supervisor with one line naming the path and the
+user, exit 2, instead of six starts that each fail to import or load.
 """
 
 from __future__ import annotations
 
+import argparse
+import importlib.util
 import logging
 import os
 import pwd
 import signal
+import stat
 import subprocess
 import sys
+import sysconfig
 import time
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from . import metrics
+from .config import SAGEMAKER_MODEL_DIR
 
 log = logging.getLogger("kokoro_server.supervisor")
 
@@ -49,6 +60,7 @@ class RunAs:
     uid: int
     gid: int
     home: str
+    name: str = ""
 
 
 def resolve_run_as(name: str | None) -> RunAs | None:
@@ -65,7 +77,89 @@ def resolve_run_as(name: str | None) -> RunAs | None:
     if entry.pw_uid == 0:
         raise ValueError("KOKORO_RUN_AS: must name an unprivileged user, not root")
     home = entry.pw_dir if os.path.isdir(entry.pw_dir) else "/tmp"
-    return RunAs(uid=entry.pw_uid, gid=entry.pw_gid, home=home)
+    return RunAs(uid=entry.pw_uid, gid=entry.pw_gid, home=home, name=entry.pw_name)
+
+
+# The packages the serving process imports from outside the standard library (those installed).
+PACKAGES = ("kokoro_server", "voicestream", "uvicorn", "starlette", "numpy", "kokoro", "misaki", "onnxruntime")
+MODEL_DIR = "the model directory"
+MAX_MODEL_FILES = 10_000
+
+
+def model_dir_of(argv: Sequence[str], env: dict[str, str]) -> str | None:
+    """The model directory ``serve`` will read: --model-dir, KOKORO_MODEL_DIR, else SageMaker's."""
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--model-dir")
+    given = parser.parse_known_args(list(argv))[0].model_dir or env.get("KOKORO_MODEL_DIR")
+    return given or (str(SAGEMAKER_MODEL_DIR) if SAGEMAKER_MODEL_DIR.exists() else None)
+
+
+def needed_paths(model_dir: str | None) -> list[tuple[str, str]]:
+    """(path, what it is) for each thing the serving process reads: the interpreter, the standard
+    library, each package's folder, and every file and folder of the model directory."""
+    paths = [(sys.executable, "the Python interpreter"), (sysconfig.get_paths()["stdlib"], "the standard library")]
+    for name in PACKAGES:
+        spec = importlib.util.find_spec(name)  # finds, does not import
+        if spec is not None and spec.submodule_search_locations:
+            paths.append((list(spec.submodule_search_locations)[0], f"the {name} package"))
+    if model_dir:
+        paths.append((model_dir, MODEL_DIR))
+        for top, dirs, files in os.walk(model_dir):  # as root: the child checks each one
+            paths += [(os.path.join(top, entry), MODEL_DIR) for entry in dirs + files]
+            if len(paths) > MAX_MODEL_FILES:
+                break
+    return [(os.path.realpath(path), what) for path, what in paths]  # a link's target is what is read
+
+
+def _closed(path: str) -> str:
+    """The first folder on the way to ``path`` this process cannot enter, else ``path`` itself."""
+    parts = os.path.abspath(path).split(os.sep)
+    for i in range(2, len(parts)):
+        folder = os.sep.join(parts[:i])
+        if not os.access(folder, os.X_OK):
+            return folder
+    return path
+
+
+def _unreadable(paths: Sequence[tuple[str, str]]) -> str:
+    """In the dropped child: the first unreadable path, what it is and the folder closed on the
+    way to it, joined by NULs; "" when all can be read."""
+    for path, what in paths:
+        wanted = os.R_OK | (os.X_OK if what == "the Python interpreter" or os.path.isdir(path) else 0)
+        if not os.access(path, wanted):
+            return "\0".join((path, what, _closed(path)))
+    return ""
+
+
+def unreadable_for(run_as: RunAs, paths: Sequence[tuple[str, str]]) -> str | None:
+    """Why ``run_as`` cannot read one of ``paths`` (checked by a child that drops to it, as the
+    serving process will), or None when it can read them all (or the check itself failed)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: drop, check, report; no cleanup of the parent's state
+        status = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(run_as.gid)
+            os.setuid(run_as.uid)
+            os.write(write_end, os.fsencode(_unreadable(paths)))
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as reader:
+        found = os.fsdecode(reader.read())
+    _, status = os.waitpid(pid, 0)
+    if not found or os.waitstatus_to_exitcode(status) != 0:
+        return None
+    path, what, closed = found.split("\0")
+    try:
+        mode = f" (mode {stat.S_IMODE(os.stat(closed).st_mode):04o})"
+    except OSError:
+        mode = ""
+    return (f"user {run_as.name or run_as.uid} (uid {run_as.uid}, KOKORO_RUN_AS) cannot read {path} ({what}): "
+            f"{closed}{mode} is closed to it; make it readable to that user (chmod a+rX, and the folders above it)")
 
 
 def describe(returncode: int) -> str:
@@ -163,6 +257,11 @@ def supervise(argv: Sequence[str]) -> int:
     except ValueError as exc:
         print(f"kokoro-server: cannot start: {exc}", file=sys.stderr)
         return EXIT_BAD_MODEL
+    if run_as is not None:
+        problem = unreadable_for(run_as, needed_paths(model_dir_of(argv, dict(os.environ))))
+        if problem is not None:
+            print(f"kokoro-server: cannot start: {problem}", file=sys.stderr)
+            return EXIT_BAD_MODEL
     env = {**os.environ, "KOKORO_SUPERVISE": "0"}  # the serving process serves; it does not supervise
     supervisor = Supervisor(command=[sys.executable, "-m", "kokoro_server", *argv], env=env, run_as=run_as)
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
