@@ -209,6 +209,7 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
             Route("/v1/audio/speech", openai_api.speech, methods=["POST"]),
             Route("/v1/audio/voices", openai_api.voices, methods=["GET"]),
             Route("/v1/models", openai_api.models, methods=["GET"]),
+            Route("/v1/models/{model:path}", openai_api.model, methods=["GET"]),
         ],
         middleware=[Middleware(RequestIds), Middleware(RefuseWhileDraining)],
         lifespan=lifespan,

@@ -10,7 +10,8 @@ from starlette.responses import JSONResponse
 
 class RequestIds:
     """ASGI middleware: every HTTP response carries ``x-request-id``, as OpenAI's do (LiveKit's
-    OpenAI plugin reads it): the caller's own when it sent a usable one, else a new ``req_<hex>``."""
+    OpenAI plugin reads it): the one the route set (the AWS sample's shape answers with its
+    ``request_id``), else the caller's own when it sent a usable one, else a new ``req_<hex>``."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
@@ -24,7 +25,9 @@ class RequestIds:
 
         async def with_id(message: Any) -> None:
             if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", ()), (b"x-request-id", request_id)]
+                headers = list(message.get("headers", ()))
+                if not any(name.lower() == b"x-request-id" for name, _ in headers):  # a route's own stays
+                    message["headers"] = [*headers, (b"x-request-id", request_id)]
             await send(message)
 
         await self.app(scope, receive, with_id)

@@ -16,7 +16,8 @@ Translations, each documented in docs/protocol.md#openai-compatible-speech-api:
   ``X-Kokoro-Voice`` header.
 * ``instructions``: Kokoro cannot follow them; accepted, ignored, and the response says so in
   ``X-Kokoro-Ignored-Fields: instructions``.
-* ``speed``: Kokoro's range (0.5-2.0), narrower than OpenAI's 0.25-4.0; outside it, a 400.
+* ``speed``: OpenAI's range, 0.25-4.0, passed to the model as it is (the native routes keep
+  0.5-2.0: how Kokoro sounds beyond that is in docs/protocol.md#openai-compatible-speech-api).
 * ``pcm`` is 24 kHz s16le mono, as OpenAI's; every format is at 24 kHz.
 
 Errors use OpenAI's body, ``{"error": {"message", "type", "param", "code"}}``.
@@ -52,6 +53,7 @@ OPENAI_VOICES = (
 OPENAI_ALIASES = {"alloy": "af_alloy", "echo": "am_echo", "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx"}
 FIELDS = frozenset({"model", "input", "voice", "instructions", "response_format", "speed", "stream_format"})
 STREAM_FORMATS = ("audio", "sse")
+OPENAI_SPEED_MIN, OPENAI_SPEED_MAX = 0.25, 4.0  # OpenAI's documented range for ``speed``
 FRAMES_PER_SECOND = 40  # Kokoro's duration frames (25 ms): the unit of usage.output_tokens
 
 
@@ -106,7 +108,7 @@ def parse_speech(payload: dict[str, Any]) -> SpeechRequest:
                           param="model", code="model_not_found", status=404)
     try:
         text = check_text(payload["input"], name="input")
-        speed = check_speed(payload.get("speed", 1.0))
+        speed = check_speed(payload.get("speed", 1.0), low=OPENAI_SPEED_MIN, high=OPENAI_SPEED_MAX)
     except ProtocolError as exc:
         raise OpenAIError.from_protocol(exc) from None
     instructions = payload.get("instructions")
@@ -212,10 +214,21 @@ async def voices(request: Request) -> JSONResponse:
     })
 
 
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": 0, "owned_by": "kokoro"}
+
+
 async def models(request: Request) -> JSONResponse:
-    return JSONResponse({"object": "list", "data": [
-        {"id": name, "object": "model", "created": 0, "owned_by": "kokoro"} for name in MODELS
-    ]})
+    return JSONResponse({"object": "list", "data": [_model(name) for name in MODELS]})
+
+
+async def model(request: Request) -> JSONResponse:
+    """``GET /v1/models/{id}``: one model, or OpenAI's 404 ``model_not_found``."""
+    name = request.path_params["model"]
+    if name not in MODELS:
+        return OpenAIError(f"model: {name[:80]!r} does not exist here; use one of {', '.join(MODELS)}",
+                           param="model", code="model_not_found", status=404).response()
+    return JSONResponse(_model(name))
 
 
 def openai_body(body: bytes) -> dict[str, Any] | None:

@@ -75,15 +75,16 @@ def check_unicode(value: str, *, name: str) -> str:
     return value
 
 
-def check_speed(value: object, *, name: str = "speed") -> float:
+def check_speed(value: object, *, name: str = "speed", low: float = SPEED_MIN, high: float = SPEED_MAX) -> float:
+    """A speed within ``low``-``high`` (the protocol's range; OpenAI's route allows its own)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise invalid(name, f"must be a number, got {type(value).__name__}")
     try:
         speed = float(value)
     except OverflowError:  # an integer too large for a float (JSON allows any length): out of range
         speed = math.inf
-    if not math.isfinite(speed) or not SPEED_MIN <= speed <= SPEED_MAX:
-        raise invalid(name, f"must be between {SPEED_MIN} and {SPEED_MAX}, got {value!r}")
+    if not math.isfinite(speed) or not low <= speed <= high:
+        raise invalid(name, f"must be between {low} and {high}, got {value!r}")
     return speed
 
 
