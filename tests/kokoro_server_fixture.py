@@ -96,3 +96,19 @@ def kokoro_server() -> Iterator[KokoroServer]:
         _Shared.users -= 1
         if _Shared.users == 0:
             _stop()
+
+
+@pytest.fixture()
+def stopping_server(kokoro_server: KokoroServer, tmp_path: Path) -> Iterator[KokoroProcess]:
+    """A second server on the shared server's tiny model, for a test to stop (SIGTERM) mid-turn while
+    the shared one keeps serving: a redeploy on one machine."""
+    process = KokoroProcess(model_dir=kokoro_server.model_dir, python=kokoro_python(),
+                            log_path=tmp_path / "stopping-server.log",
+                            env={"KOKORO_DEVICE": "cpu", "KOKORO_WARMUP": "0"})
+    try:
+        process.start(timeout_s=START_TIMEOUT_S)
+    except LaunchError as error:
+        pytest.fail(str(error))
+    yield process
+    process.stop(timeout_s=10)
+

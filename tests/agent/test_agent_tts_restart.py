@@ -4,28 +4,16 @@ update or scale-in does): the turn ends with all its speech, each sentence once,
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from agent_harness import serve_agent
 from agent_wire import ws_open, ws_read_turn, ws_read_until_audio, ws_turn
 from healthy_router import router_thread
-from kokoro_server_fixture import KokoroServer, kokoro_python
+from kokoro_server_fixture import KokoroServer
 
 from voicestream.launch import KokoroProcess
 
 ANSWER = " ".join(f"Sentence {n} of an answer that keeps going while the speech server is replaced."
                   for n in range(1, 7))
-
-
-@pytest.fixture()
-def stopping_server(kokoro_server: KokoroServer, tmp_path: Path) -> Iterator[KokoroProcess]:
-    process = KokoroProcess(model_dir=kokoro_server.model_dir, python=kokoro_python(), log_path=tmp_path / "a.log",
-                            env={"KOKORO_DEVICE": "cpu", "KOKORO_WARMUP": "0"})
-    process.start(timeout_s=120)
-    yield process
-    process.stop(timeout_s=10)
 
 
 def test_a_turn_keeps_all_its_speech_when_the_tts_server_stops_mid_answer(

@@ -14,12 +14,12 @@ import asyncio
 import signal
 import tempfile
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import pytest
 from healthy_router import HealthyRouter
-from kokoro_server_fixture import REPO, KokoroServer, kokoro_python
+from kokoro_server_fixture import REPO, KokoroServer
 from sagemaker_local_fixture import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 
 from standins.sagemaker_runtime.launch import StandInProcess
@@ -30,16 +30,6 @@ from voicestream.launch import KokoroProcess
 
 SENTENCES = [f"Sentence number {n} of an answer that goes on while the server is replaced." for n in range(1, 7)]
 IDS = [f"s{n}" for n in range(1, 7)]
-
-
-@pytest.fixture()
-def stopping_server(kokoro_server: KokoroServer, tmp_path: Path) -> Iterator[KokoroProcess]:
-    """A second server on the same tiny model: the one that is stopped."""
-    process = KokoroProcess(model_dir=kokoro_server.model_dir, python=kokoro_python(), log_path=tmp_path / "a.log",
-                            env={"KOKORO_DEVICE": "cpu", "KOKORO_WARMUP": "0"})
-    process.start(timeout_s=120)
-    yield process
-    process.stop(timeout_s=10)
 
 
 async def speak_turn(session: TtsSession, *, on_first_end: Callable[[], None] | None = None) -> list[object]:
