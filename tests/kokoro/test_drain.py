@@ -52,8 +52,9 @@ def test_sigterm_finishes_the_utterance_in_flight_then_closes_with_1001(stopping
         raise AssertionError("unreachable")
 
     events, code, reason, ping = asyncio.run(scenario())
-    control = [(e["type"], e.get("id")) for e in events if e["type"] != "audio"]
-    assert control == [("utterance_start", "playing"), ("utterance_end", "playing")]
+    control = [(e["type"], e.get("id"), e.get("code")) for e in events if e["type"] != "audio"]
+    assert control == [("utterance_start", "playing", None), ("utterance_end", "playing", None),
+                       ("error", None, "going_away")]
     assert (code, reason) == (1001, "server stopping: reconnect and send again what was not spoken")
     assert ping == {"status": "draining", "sessions": 1}
     assert server.process is not None

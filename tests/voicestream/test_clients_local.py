@@ -219,6 +219,9 @@ async def _dropping_server(handler_mode: str) -> tuple[Any, int]:
         await ws.send(b"\x00\x01" * 100)
         if handler_mode == "drop":
             ws.transport.abort()  # TCP reset: no close frame, like a crashed server
+        elif handler_mode == "going_away":  # says it is stopping, then stops, without finishing
+            await ws.send(json.dumps({"type": "error", "code": "going_away", "message": "server stopping"}))
+            await ws.close(1001)
         else:
             await asyncio.sleep(60)  # silent: only the receive timeout can notice
 
@@ -232,7 +235,7 @@ def test_a_dropped_connection_mid_turn_raises_promptly() -> None:
         server, port = await _dropping_server("drop")
         seen: list[TtsEvent] = []
         try:
-            session = await connect_local(f"http://127.0.0.1:{port}", receive_timeout=None, resume=False)
+            session = await connect_local(f"http://127.0.0.1:{port}", receive_timeout=None)
             with pytest.raises(TtsConnectionError) as info:
                 async for event in session.speak_stream(["Hello."]):
                     seen.append(event)
@@ -246,12 +249,12 @@ def test_a_dropped_connection_mid_turn_raises_promptly() -> None:
     assert isinstance(seen[0], UtteranceStart) and isinstance(seen[1], AudioChunk)
 
 
-def test_a_server_that_keeps_dropping_the_connection_ends_the_session_after_bounded_resumes() -> None:
-    """Resuming (the default) sends the speak again on each new connection; a server that never
-    answers it (crashes every time) ends the session after RESUME_ATTEMPTS connections."""
+def test_a_server_that_keeps_going_away_ends_the_session_after_bounded_resumes() -> None:
+    """A server that says it is stopping is resumed from (the default): the speak is sent again on
+    each new connection. One that never answers it ends the session after RESUME_ATTEMPTS."""
 
     async def body() -> tuple[list[TtsEvent], str, int]:
-        server, port = await _dropping_server("drop")
+        server, port = await _dropping_server("going_away")
         seen: list[TtsEvent] = []
         try:
             session = await connect_local(f"http://127.0.0.1:{port}", receive_timeout=None)

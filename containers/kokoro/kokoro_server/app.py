@@ -37,7 +37,7 @@ from .metrics import report_load
 from .middleware import RefuseWhileDraining, RequestIds
 from .outbox import WRITE_BUFFER_EXTENSION
 from .scheduler import Scheduler
-from .session import CLOSE, DRAINED, IDLE, STALLED, Session
+from .session import CLOSE, DRAINED, GOING_AWAY_MESSAGE, IDLE, STALLED, Session
 from .synth import Synthesizer
 
 log = logging.getLogger(__name__)
@@ -45,7 +45,6 @@ log = logging.getLogger(__name__)
 BUSY_CLOSE_CODE = CloseCode.BUSY  # at KOKORO_MAX_SESSIONS
 IDLE_CLOSE_CODE = CloseCode.IDLE  # no message and nothing to speak for KOKORO_IDLE_TIMEOUT_S
 STALLED_CLOSE_CODE = CloseCode.STALLED  # the client read nothing for KOKORO_SEND_TIMEOUT_S while audio waited
-GOING_AWAY_REASON = "server stopping: reconnect and send again what was not spoken"
 # The scope extension through which the server's WebSocket protocol (AbortableWebSocketProtocol)
 # lets the app cut a connection whose peer stopped reading: a close frame cannot reach it.
 ABORT_EXTENSION = "kokoro.abort"
@@ -124,7 +123,7 @@ async def bidirectional(websocket: WebSocket) -> None:
     elif outcome == STALLED:
         await _drop(websocket, settings.send_timeout_s)
     elif outcome == DRAINED:
-        await _drop(websocket, 5.0, code=CloseCode.GOING_AWAY, reason=GOING_AWAY_REASON)
+        await _drop(websocket, 5.0, code=CloseCode.GOING_AWAY, reason=GOING_AWAY_MESSAGE)
 
 
 async def drain(app: Starlette) -> None:

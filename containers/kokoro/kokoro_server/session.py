@@ -35,6 +35,8 @@ from .turns import Turns
 __all__ = ["CLOSE", "DISCONNECT", "DRAINED", "IDLE", "OUTBOX_FRAMES", "STALLED", "Session"]
 
 DRAINED = "drained"  # the server is stopping; the utterance in flight finished (or the budget ran out): 1001
+GOING_AWAY = "going_away"  # the error code sent before that close: the client resumes elsewhere
+GOING_AWAY_MESSAGE = "server stopping: reconnect and send again what was not spoken"
 
 log = logging.getLogger(__name__)
 
@@ -74,6 +76,8 @@ class Session:
             await asyncio.wait_for(self._speaker.drained.wait(), max(0.0, (self._drain_by or 0.0) - loop.time()))
         except asyncio.TimeoutError:
             log.warning("drain: an utterance was still being spoken at the deadline; it is cut")
+        # In band, so it reaches the client through SageMaker too (a close code may not): resume.
+        await self._control(ErrorEvent(code=GOING_AWAY, message=GOING_AWAY_MESSAGE))
         await self._outbox.drain(max(0.0, (self._drain_by or 0.0) - loop.time()))
         return DRAINED
 

@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 RESUME_ATTEMPTS = 5  # connections tried without an answer in between before the session gives up
 RESUME_BACKOFF_S = (0.05, 0.25, 0.5, 1.0, 2.0)  # before each of them
+GOING_AWAY = "going_away"  # the error a stopping server sends before it closes (docs/protocol.md)
+SERVICE_RESTART = 1012  # RFC 6455: what a plain uvicorn sends its WebSockets when it stops
 Reconnect = Callable[[], Awaitable["FrameTransport"]]
 
 
@@ -75,10 +77,10 @@ class TtsSession:
         raise_errors: bool = True,
         reconnect: Reconnect | None = None,
     ) -> None:
-        """``reconnect`` opens a new transport to the same service: when the connection ends
-        without our ``close`` (a server draining on SIGTERM closes with 1001), the session opens
-        another and sends again what got no answer (resume.py), up to RESUME_ATTEMPTS times without
-        an answer in between. None: a lost connection ends the session (TtsConnectionError)."""
+        """``reconnect`` opens a new transport to the same service: when a server that said it is
+        stopping (``going_away``, then 1001) ends the connection, the session opens another and
+        sends again what got no answer (resume.py), up to RESUME_ATTEMPTS times without an answer
+        in between. Any other loss, and any with None, ends the session (TtsConnectionError)."""
         self._transport = transport
         self._reconnect = reconnect
         self._log = ResumeLog()
@@ -86,6 +88,7 @@ class TtsSession:
         self._fresh = False  # a resumed transport that has not delivered an event yet
         self._failures = 0  # connections opened since the last answer (utterance_end, turn_end, ...)
         self.resumes = 0  # connections opened again so far
+        self._going_away = False  # the server said it is stopping; no answer since
         self._receive_timeout = receive_timeout
         self._raise_errors = raise_errors
         self._pending: deque[TtsEvent] = deque()
@@ -209,12 +212,13 @@ class TtsSession:
                 await self._resume(transport, exc)
 
     def _may_resume(self, exc: TtsConnectionError) -> bool:
-        """A connection we did not close ended: open another, unless the server said this session
-        is over for a reason a new connection would meet again (1000 after our close, 1009 a frame
-        too large) or it idled out with nothing to say (4001)."""
-        if self._reconnect is None or self._closed or exc.code in (CloseCode.NORMAL, CloseCode.TOO_BIG):
+        """A connection we did not close ended: open another when the server said it was stopping
+        (the ``going_away`` error, in band; or close 1001/1012), so everything it answered is
+        complete. A connection cut without that (a crash, a network cut) may have left an
+        utterance half heard: that is the caller's error, not a resume that repeats it."""
+        if self._reconnect is None or self._closed:
             return False
-        return exc.code != CloseCode.IDLE or self._log.outstanding()
+        return self._going_away or exc.code in (CloseCode.GOING_AWAY, SERVICE_RESTART)
 
     async def _resume(self, failed: FrameTransport, cause: TtsConnectionError) -> None:
         """Replace ``failed`` with a new transport and send again what got no answer. One resume at
@@ -276,8 +280,13 @@ class TtsSession:
                 self._fresh = False
                 if isinstance(event, ErrorEvent) and event.code == "busy" and event.id is None:
                     continue
+            if isinstance(event, ErrorEvent) and event.code == GOING_AWAY and event.id is None:
+                self._going_away = True  # its close follows: resumed from, when we can
+                if self._reconnect is not None:
+                    continue
             if isinstance(event, (UtteranceEnd, TurnEnd, Cancelled, Pong, Configured)):
                 self._failures = 0  # an answer: the session makes progress again
+                self._going_away = False
             self._log.received(event)
             if isinstance(event, Configured) and self._log.swallow_configured:
                 self._log.swallow_configured -= 1

@@ -1,13 +1,13 @@
 """What a session must send again on a new connection so that nothing is lost and nothing is said twice.
 
 A server that stops (SIGTERM: a SageMaker update or scale-in) finishes the utterance it is
-speaking, starts no other, and closes with 1001 (docs/protocol.md#close-codes). Everything the
+speaking, starts no other, says ``going_away`` and closes with 1001 (docs/protocol.md#close-codes). Everything the
 client sent that got no answer is then sent again, in the order it was first sent, on a new
 connection: the session's settings, each ``speak`` without its ``utterance_end`` (same id), the
 turn's ``delta`` text the server had not yet spoken, each ``flush`` without its ``turn_end``, and
 each ``cancel`` and ``ping`` not yet answered. What was answered is never sent again, so no
-sentence that ended is spoken twice. (A connection that breaks mid-utterance without a drain, a
-crash, is the one case where an utterance is spoken again from its start.)
+sentence that ended is spoken twice. (A connection that breaks without ``going_away``, a crash,
+is not resumed: an utterance may have been half heard.)
 """
 
 from __future__ import annotations
