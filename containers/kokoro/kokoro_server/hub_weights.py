@@ -22,12 +22,13 @@ same files for SageMaker.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
+
+from .weight_parts import file_sha256
 
 REPO_ID = "hexgrad/Kokoro-82M"
 REVISION = "f3ff3571791e39611d31c381e3a41a3af07b4987"  # pinned: change it deliberately, with a test run
@@ -49,14 +50,6 @@ def allow_patterns(voices: list[str] | None) -> list[str]:
     if bad or not voices:
         raise HubWeightsError(f"--voices: expected names like af_heart or am_michael, got {voices!r}")
     return ["config.json", WEIGHTS, *(f"voices/{v}.pt" for v in voices)]
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(4 * 1024 * 1024):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _hub_sha256(path_in_repo: str, *, token: str | None) -> str | None:
@@ -86,7 +79,7 @@ def fetch(
     weights = root / WEIGHTS
     if not weights.is_file():
         raise HubWeightsError(f"{weights}: missing after the download")
-    actual = _sha256(weights)
+    actual = file_sha256(weights)
     if expected is not None and actual != expected:
         raise HubWeightsError(f"{weights}: sha256 {actual} does not match the hub's {expected}; delete it and retry")
     if voices is not None:

