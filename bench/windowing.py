@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     from kokoro_server.engines import WindowPlan, load_engine
     from kokoro_server.g2p import Phonemizer
     from kokoro_server.model_dir import open_model_dir, style_for
-    from kokoro_server.packaged_weights import build_model_dir, installed_sources
+    from kokoro_tools.packaged_weights import build_model_dir, installed_sources
 
     model = open_model_dir(build_model_dir(args.model_dir, sources=installed_sources(english=True)).root)
     engine = load_engine(model)

@@ -26,7 +26,7 @@ def test_cli_and_app_read_the_same_defaults() -> None:
 
 
 def test_copies_outside_the_tooling_match_cdk_json() -> None:
-    hub = (defaults.REPO_ROOT / "containers/kokoro/kokoro_server/hub_weights.py").read_text()
+    hub = (defaults.REPO_ROOT / "containers/kokoro/kokoro_tools/hub_weights.py").read_text()
     (pinned,) = re.findall(r'^REVISION = "([0-9a-f]+)"', hub, flags=re.MULTILINE)
     assert pinned == defaults.shared_defaults()["modelRevision"]
     assert defaults.base_model_id(DEFAULT_MODEL_ID) == defaults.base_model_id(

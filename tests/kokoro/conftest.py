@@ -15,7 +15,7 @@ from kokoro_harness import Server, start_server
 
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from kokoro_server.tiny_model import write_tiny_model
+    from kokoro_tools.tiny_model import write_tiny_model
 
     return write_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 

@@ -67,7 +67,7 @@ def require_weights() -> None:
 def packaged_dir() -> Path:
     """The packaged onnx model directory, built (or found complete) once per process."""
     require_weights()
-    from kokoro_server.packaged_weights import build_model_dir, installed_sources
+    from kokoro_tools.packaged_weights import build_model_dir, installed_sources
 
     return build_model_dir(CACHE_DIR, sources=installed_sources(english=True)).root
 

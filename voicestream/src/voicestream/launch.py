@@ -43,8 +43,8 @@ def get_json(url: str, *, timeout_s: float = 5.0) -> dict[str, Any]:
 
 
 def build_tiny_model(target: Path, *, python: str | Path = sys.executable, timeout_s: float = 600) -> Path:
-    """Write the tiny random-weight model with ``python -m kokoro_server.tiny_model``."""
-    built = subprocess.run([str(python), "-m", "kokoro_server.tiny_model", str(target)],
+    """Write the tiny random-weight model with ``python -m kokoro_tools.tiny_model``."""
+    built = subprocess.run([str(python), "-m", "kokoro_tools.tiny_model", str(target)],
                            capture_output=True, timeout=timeout_s, check=False)
     if built.returncode != 0:
         raise LaunchError(f"building the tiny model failed:\n{built.stderr.decode(errors='replace')[-3000:]}")

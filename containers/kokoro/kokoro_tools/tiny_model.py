@@ -1,7 +1,7 @@
 """Write a tiny random-weight Kokoro model directory: same layout as the real one, built with the
 real ``KModel`` class, small enough to synthesize a sentence in well under a second on a CPU.
 
-Usage: ``python -m kokoro_server.tiny_model DIR`` (``make tiny-model DIR=...``). It speaks noise,
+Usage: ``python -m kokoro_tools.tiny_model DIR`` (``make tiny-model DIR=...``). It speaks noise,
 not words: use it to test plumbing, never quality. No weight file is ever committed.
 """
 
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from .engines.torch_engine import COMPONENTS, build_kmodel
+from kokoro_server.engines.torch_engine import COMPONENTS, build_kmodel
 
 # StyleTTS 2's symbol table, which Kokoro's 178-token vocabulary is drawn from: padding,
 # punctuation, ASCII letters, then IPA. Ids are positions; every misaki phoneme has one.

