@@ -10,7 +10,8 @@ from infra.defaults import STACK_MODEL_CACHE as MODEL_CACHE_STACK
 TTS_STACKS = (FOUNDATION_STACK, MODEL_CACHE_STACK, ENDPOINT_STACK)  # deploy order
 ALL_STACKS = (*TTS_STACKS, AGENT_STACK)
 
-FOUNDATION_OUTPUTS = ("SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId")
+FOUNDATION_OUTPUTS = ("SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId",
+                      "AgentRuntimeName")
 MODEL_CACHE_OUTPUTS = ("BucketName", "ModelPrefix", "LogBucketName")
-ENDPOINT_OUTPUTS = ("EndpointName", "ModelName")
+ENDPOINT_OUTPUTS = ("EndpointName", "ModelName", "AlarmTopicArn")
 AGENT_OUTPUTS = ("RuntimeArn", "RuntimeId", "RuntimeName")

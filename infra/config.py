@@ -16,7 +16,7 @@ from typing import Any, Final
 from constructs import IConstruct
 
 from infra.capacity import MEASURED, RESULTS, scaling_target
-from infra.defaults import shared_defaults
+from infra.defaults import BOOTSTRAP_QUALIFIER_KEY, DEFAULT_QUALIFIER, shared_defaults
 
 MODEL_CACHE_ROOT: Final = "models/kokoro-82m"
 """Key prefix under which the CLI syncs each Hugging Face revision (one folder per revision)."""
@@ -29,8 +29,8 @@ ENGINES: Final = ("torch", "onnx")
 AUTOSCALING_KEY: Final = "autoscaling"
 """Not in cdk.json: deploy-tts passes autoscaling=false for one intermediate deploy."""
 
-BOOTSTRAP_QUALIFIER_KEY: Final = "@aws-cdk/core:bootstrapQualifier"
-"""The CDK's own key; read here because the image-asset ECR repository name depends on it."""
+ALARM_EMAIL_KEY: Final = "alarmEmail"
+"""Not in cdk.json: deploy-tts --alarm-email passes it; the alarm topic subscribes the address."""
 
 _INSTANCE_TYPE = re.compile(r"^ml\.[a-z0-9]+\.[a-z0-9]+$")
 # SageMaker EndpointName: alphanumerics and hyphens, no leading/trailing hyphen, at most 63.
@@ -38,6 +38,7 @@ _ENDPOINT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 # AgentCore AgentRuntimeName (CloudFormation schema pattern).
 _RUNTIME_NAME = re.compile(r"^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 _QUALIFIER = re.compile(r"^[a-z0-9]{1,10}$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # A Hugging Face revision becomes an S3 key segment: keep it to safe characters.
 _REVISION = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 # Either a base model id ("anthropic.claude-...") or a cross-Region inference profile id
@@ -82,6 +83,8 @@ class Settings:
     """False only for deploy-tts's intermediate deploy of an instance-type change (cli/scaling.py)."""
     first_audio_budget_ms: int = 1000
     """The promise: p95 time to first audio in the container; the first-audio alarm's threshold."""
+    alarm_email: str | None = None
+    """Subscribed (email protocol) to the alarm topic when set."""
     warnings: tuple[str, ...] = ()
 
     @property
@@ -153,11 +156,14 @@ class Settings:
                              "AgentCore runtime names match ^[a-zA-Z][a-zA-Z0-9_]{0,47}$")
 
         budget = _integer(value("firstAudioBudgetMs"), "firstAudioBudgetMs", low=50, high=60_000)
-        qualifier = get(BOOTSTRAP_QUALIFIER_KEY) or "hnb659fds"
+        qualifier = get(BOOTSTRAP_QUALIFIER_KEY) or DEFAULT_QUALIFIER
         qualifier = _text(qualifier, BOOTSTRAP_QUALIFIER_KEY, _QUALIFIER,
                           "CDK bootstrap qualifiers are 1-10 lowercase letters and digits")
         warnings = _engine_compatibility(engine, instance_type)
         autoscaling = _boolean(get(AUTOSCALING_KEY), AUTOSCALING_KEY, default=True)
+        email = get(ALARM_EMAIL_KEY) or None
+        if email is not None:
+            email = _text(email, ALARM_EMAIL_KEY, _EMAIL, "expected an email address such as ops@example.com")
         return cls(
             instance_type=instance_type,
             engine=engine,
@@ -174,6 +180,7 @@ class Settings:
             bootstrap_qualifier=qualifier,
             autoscaling=autoscaling,
             first_audio_budget_ms=budget,
+            alarm_email=email,
             warnings=warnings,
         )
 

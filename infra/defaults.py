@@ -26,6 +26,15 @@ STACK_ENDPOINT: Final = "KokoroTtsEndpoint"
 STACK_AGENT: Final = "KokoroAgentRuntime"
 """Construct ids == CloudFormation stack names; the deploy CLIs rely on them."""
 VARIANT_NAME: Final = "AllTraffic"
+MODEL_REPO_ID: Final = "hexgrad/Kokoro-82M"
+"""The Hugging Face repository the model cache mirrors (cli/model_sources.py); the Kokoro image
+names it too (its torch engine), checked against this by tests/infra/test_infra_shared_settings.py."""
+
+BOOTSTRAP_QUALIFIER_KEY: Final = "@aws-cdk/core:bootstrapQualifier"
+"""The CDK's own context key. The synthesizer reads it (asset bucket, ECR repository, deploy roles),
+infra reads it for the image-pull grants, the CLI for its bootstrap check: one place, cdk.json."""
+DEFAULT_QUALIFIER: Final = "hnb659fds"
+"""The CDK's default qualifier, used when cdk.json sets none."""
 
 SHARED_KEYS: Final = (
     "instanceType", "engine", "endpointName", "minInstances", "maxInstances",
@@ -42,6 +51,11 @@ _PROFILE_ID = re.compile(r"^(?P<geo>us|eu|apac|jp|au|ca|us-gov|global)\.(?P<mode
 def cdk_context() -> MappingProxyType[str, Any]:
     """cdk.json's ``context`` block (defaults and feature flags), read once."""
     return MappingProxyType(dict(json.loads(CDK_JSON.read_text(encoding="utf-8")).get("context", {})))
+
+
+def bootstrap_qualifier() -> str:
+    """The qualifier the deploys use: cdk.json's ``@aws-cdk/core:bootstrapQualifier`` or CDK's default."""
+    return str(cdk_context().get(BOOTSTRAP_QUALIFIER_KEY) or DEFAULT_QUALIFIER)
 
 
 def shared_defaults() -> dict[str, Any]:

@@ -52,6 +52,9 @@ class FoundationStack(Stack):
         # the grant deploy-agent made (both CLIs pass it on to every `cdk deploy`).
         CfnOutput(self, "BedrockModelId", value=settings.bedrock_model_id,
                   description="Bedrock model id or inference profile the agent role may invoke")
+        # teardown --all reads it to find the runtime's log groups whatever runtime name was deployed.
+        CfnOutput(self, "AgentRuntimeName", value=settings.agent_runtime_name,
+                  description="AgentCore runtime name the agent role is scoped to")
         CfnOutput(self, "InvokePolicyArn", value=self.invoke_policy.managed_policy_arn,
                   description="Attach to a user or role that calls the TTS endpoint")
 
@@ -124,6 +127,22 @@ class FoundationStack(Stack):
             inline_policies={"KokoroVoiceAgent": iam.PolicyDocument(statements=statements)},
         )
 
+    @staticmethod
+    def _marketplace_statement() -> iam.PolicyStatement:
+        """The first call to a third-party model (Anthropic) subscribes the account through AWS
+        Marketplace, with the caller's permissions: without these it fails with AccessDenied
+        (Bedrock user guide, "Request access to models": aws-marketplace:Subscribe, Unsubscribe
+        and ViewSubscriptions). AWS documents narrowing Subscribe/Unsubscribe by
+        aws-marketplace:ProductId; the product id of a model is not derivable from its model id,
+        so the grant is unconditioned (docs/infrastructure.md)."""
+        return iam.PolicyStatement(
+            sid="BedrockMarketplaceSubscription",
+            actions=["aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe",
+                     "aws-marketplace:Unsubscribe"],
+            # Resource "*" is required: these actions support no resource-level permissions.
+            resources=["*"],
+        )
+
     def _bedrock_statements(self) -> list[iam.PolicyStatement]:
         """Streaming invoke of the configured model only.
 
@@ -135,8 +154,9 @@ class FoundationStack(Stack):
         actions = ["bedrock:InvokeModelWithResponseStream"]
         model = self.settings.bedrock_foundation_model
         geo = self.settings.bedrock_geo
+        marketplace = self._marketplace_statement()
         if geo is None:
-            return [iam.PolicyStatement(
+            return [marketplace, iam.PolicyStatement(
                 sid="InvokeBedrockModel", actions=actions,
                 resources=[stack.format_arn(service="bedrock", account="",
                                             resource="foundation-model", resource_name=model)],
@@ -150,6 +170,7 @@ class FoundationStack(Stack):
             model_arns.append(stack.format_arn(service="bedrock", region="", account="",
                                                resource="foundation-model", resource_name=model))
         return [
+            marketplace,
             iam.PolicyStatement(sid="InvokeInferenceProfile", actions=actions, resources=[profile_arn]),
             iam.PolicyStatement(
                 sid="InvokeProfileModel", actions=actions, resources=model_arns,

@@ -24,7 +24,8 @@ IAM5: Final = "AwsSolutions-IAM5"
 REASON_STAR_RESOURCE: Final = (
     "Resource '*' only for actions that support no resource-level permissions: "
     "ecr:GetAuthorizationToken, cloudwatch:PutMetricData (limited by a cloudwatch:namespace "
-    "condition) and, for the agent, X-Ray PutTraceSegments/PutTelemetryRecords/GetSampling*.")
+    "condition) and, for the agent, X-Ray PutTraceSegments/PutTelemetryRecords/GetSampling* and "
+    "the AWS Marketplace subscription actions Bedrock's first call to a third-party model needs.")
 REASON_LOG_STREAMS: Final = (
     "Log stream names are generated per instance/session at run time; the grant is limited to "
     "streams of the one log group this service writes.")

@@ -1,20 +1,25 @@
 """What an operator of the endpoint sees: voice metrics from its logs, alarms, one dashboard.
 
 Metric filters on the endpoint's log group turn the container's JSON metric lines into CloudWatch
-metrics (infra/voice_metrics.py). The group is SageMaker's own (created when the container first
-logs), so the filters depend on the endpoint: once it is InService its container has logged.
+metrics (infra/voice_metrics.py). The stack owns that group (the name SageMaker writes to), with a
+retention and DeletionPolicy Retain: Retain is what lets `cdk deploy --import-existing-resources`
+adopt a group SageMaker created before the stack owned it, and teardown --all deletes it.
 Every alarm treats missing data as not breaching: an idle endpoint sends no utterance lines and
-must not page anyone. docs/operations.md says what each alarm means and what to do.
+must not page anyone. Every alarm notifies one SNS topic (``--alarm-email`` subscribes an
+address). docs/operations.md says what each alarm means and what to do.
 """
 
 from __future__ import annotations
 
 from typing import Any, Final
 
-from aws_cdk import Duration
+from aws_cdk import Acknowledgment, Duration, RemovalPolicy, Validations
 from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as cw_actions
 from aws_cdk import aws_logs as logs
-from constructs import Construct, IDependable
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from constructs import Construct
 
 from infra import voice_metrics as vm
 from infra.shared import VARIANT_NAME
@@ -28,16 +33,23 @@ SATURATION_PERIODS: Final = 15
 """Concurrency above the scaling target for 15 minutes: longer than a scale-out (2-minute cooldown
 plus an instance start of about 10 minutes), so scaling should have acted and did not or could not
 (at maxInstances, or instances failing to start)."""
+LOG_RETENTION: Final = logs.RetentionDays.ONE_MONTH
+"""The endpoint's container logs (SageMaker's own default is never to expire them)."""
+ROLLBACK_ALARMS: Final = ("Errors", "FirstAudio")
+"""The alarms a rolling update watches during each batch's bake period (auto-rollback)."""
 
 
 class EndpointObservability(Construct):
     """Metric filters, alarms and a dashboard for one endpoint."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, endpoint_name: str, endpoint: IDependable,
-                 first_audio_budget_ms: int, scaling_metric: cloudwatch.IMetric, scaling_target: float) -> None:
+    def __init__(self, scope: Construct, construct_id: str, *, endpoint_name: str, first_audio_budget_ms: int,
+                 scaling_metric: cloudwatch.IMetric, scaling_target: float, alarm_email: str | None) -> None:
         super().__init__(scope, construct_id)
         self.namespace = vm.namespace(endpoint_name)
-        self.filters = self._filters(endpoint_name, endpoint)
+        self.log_group = logs.LogGroup(
+            self, "EndpointLogGroup", log_group_name=vm.log_group_name(endpoint_name),
+            retention=LOG_RETENTION, removal_policy=RemovalPolicy.RETAIN)
+        self.filters = self._filters(endpoint_name)
         sagemaker_dims = {"EndpointName": endpoint_name, "VariantName": VARIANT_NAME}
         minute = Duration.minutes(1)
         self.first_audio_p95 = self.metric(vm.FIRST_AUDIO, "p95", minute)
@@ -50,6 +62,8 @@ class EndpointObservability(Construct):
                 metric=self.first_audio_p95, threshold=first_audio_budget_ms,
                 evaluation_periods=FIRST_AUDIO_PERIODS, datapoints_to_alarm=FIRST_AUDIO_BREACHING,
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+                # At low traffic one slow utterance would be the p95: too few samples, no verdict.
+                evaluate_low_sample_count_percentile="ignore",
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
             "Errors": cloudwatch.Alarm(
                 self, "Invocation5xxAlarm",
@@ -77,18 +91,35 @@ class EndpointObservability(Construct):
                 comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
                 treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING),
         }
+        self.topic = self._topic(endpoint_name, alarm_email)
+        action = cw_actions.SnsAction(self.topic)
+        for alarm in self.alarms.values():
+            alarm.add_alarm_action(action)
+            alarm.add_ok_action(action)
         self.dashboard = self._dashboard(endpoint_name, sagemaker_dims, first_audio_budget_ms,
                                          scaling_metric, scaling_target)
+
+    def _topic(self, endpoint_name: str, alarm_email: str | None) -> sns.Topic:
+        topic = sns.Topic(self, "AlarmTopic", display_name=f"{endpoint_name} alarms", enforce_ssl=True)
+        Validations.of(topic).acknowledge(Acknowledgment(
+            id="AwsSolutions-SNS2",
+            reason="CloudWatch alarms can publish to an encrypted topic only through a customer managed "
+                   "KMS key whose policy admits cloudwatch.amazonaws.com (not aws/sns); the messages "
+                   "carry alarm names and metric values, no data of the service's users."))
+        if alarm_email:
+            # SNS mails a confirmation link first; nothing is delivered until it is followed.
+            topic.add_subscription(subscriptions.EmailSubscription(alarm_email))
+        return topic
 
     def metric(self, name: str, statistic: str, period: Duration) -> cloudwatch.Metric:
         return cloudwatch.Metric(namespace=self.namespace, metric_name=name, statistic=statistic, period=period)
 
-    def _filters(self, endpoint_name: str, endpoint: IDependable) -> list[logs.CfnMetricFilter]:
+    def _filters(self, endpoint_name: str) -> list[logs.CfnMetricFilter]:
         made = []
         for spec in vm.FILTERS:
             flt = logs.CfnMetricFilter(
                 self, f"{spec.metric}Filter",
-                log_group_name=vm.log_group_name(endpoint_name),
+                log_group_name=self.log_group.log_group_name,
                 filter_pattern=spec.pattern,
                 metric_transformations=[logs.CfnMetricFilter.MetricTransformationProperty(
                     metric_namespace=self.namespace, metric_name=spec.metric, metric_value=spec.value,
@@ -97,7 +128,6 @@ class EndpointObservability(Construct):
                                 for key, source in spec.dimensions.items()] or None,
                 )],
             )
-            flt.node.add_dependency(endpoint)
             made.append(flt)
         return made
 

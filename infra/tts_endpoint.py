@@ -3,6 +3,9 @@
 SageMaker has only L1 constructs. The model and endpoint config get generated names (their
 properties are immutable, so CloudFormation replaces them on change); the endpoint keeps the
 configured name because the agent role, the invoke policy and the CLI address it by name.
+An update rolls (infra/update_policy.py): batches of half the fleet, each baked while the 5XX and
+first-audio alarms watch it, rolled back when one fires; the instance count autoscaling reached
+is kept (RetainAllVariantProperties).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from infra.config import Settings
-from infra.observability import EndpointObservability
+from infra import update_policy
+from infra.observability import ROLLBACK_ALARMS, EndpointObservability
 from infra.shared import REPO_ROOT, TTS_IMAGE_EXCLUDES, VARIANT_NAME
 
 MODEL_MOUNT: Final = "/opt/ml/model"
@@ -91,14 +95,8 @@ class TtsEndpointStack(Stack):
                     routing_strategy="LEAST_OUTSTANDING_REQUESTS"),
             )],
         )
-        self.endpoint = sagemaker.CfnEndpoint(
-            self, "Endpoint",
-            endpoint_name=settings.endpoint_name,
-            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
-        )
-        self.scalable_target = self._autoscaling(settings) if settings.autoscaling else None
         self.observability = EndpointObservability(
-            self, "Observability", endpoint_name=settings.endpoint_name, endpoint=self.endpoint,
+            self, "Observability", endpoint_name=settings.endpoint_name,
             first_audio_budget_ms=settings.first_audio_budget_ms,
             # What the scaling policy tracks, per instance, against the policy's own target.
             scaling_metric=cloudwatch.Metric(
@@ -106,13 +104,48 @@ class TtsEndpointStack(Stack):
                 dimensions_map={"EndpointName": settings.endpoint_name, "VariantName": VARIANT_NAME},
                 statistic="Average", period=Duration.minutes(1)),
             scaling_target=float(settings.target_concurrent_requests_per_instance),
+            alarm_email=settings.alarm_email,
         )
+        self.endpoint = sagemaker.CfnEndpoint(
+            self, "Endpoint",
+            endpoint_name=settings.endpoint_name,
+            endpoint_config_name=self.endpoint_config.attr_endpoint_config_name,
+            deployment_config=self._deployment_config(settings),
+            # Keep the instance count autoscaling reached (and the weight) across an update,
+            # instead of falling back to the config's InitialInstanceCount.
+            retain_all_variant_properties=True,
+        )
+        # The log group exists before the container first writes, so it is the stack's, not SageMaker's.
+        self.endpoint.node.add_dependency(self.observability.log_group)
+        self.scalable_target = self._autoscaling(settings) if settings.autoscaling else None
         self.alarms = list(self.observability.alarms.values())
 
         CfnOutput(self, "EndpointName", value=self.endpoint.attr_endpoint_name,
                   description="SageMaker endpoint serving Kokoro TTS")
         CfnOutput(self, "ModelName", value=self.model.attr_model_name,
                   description="SageMaker model behind the endpoint")
+        CfnOutput(self, "AlarmTopicArn", value=self.observability.topic.topic_arn,
+                  description="SNS topic every alarm of the endpoint notifies")
+
+    def _deployment_config(self, settings: Settings) -> sagemaker.CfnEndpoint.DeploymentConfigProperty:
+        """Rolling, half the fleet per batch, rolled back batch by batch when an alarm fires."""
+        batch = sagemaker.CfnEndpoint.CapacitySizeProperty(
+            type="CAPACITY_PERCENT", value=update_policy.BATCH_PERCENT)
+        return sagemaker.CfnEndpoint.DeploymentConfigProperty(
+            rolling_update_policy=sagemaker.CfnEndpoint.RollingUpdatePolicyProperty(
+                maximum_batch_size=batch,
+                # Default is 100 %: a whole old fleet at once, which the quota may not allow.
+                rollback_maximum_batch_size=batch,
+                wait_interval_in_seconds=update_policy.BAKE_SECONDS,
+                maximum_execution_timeout_in_seconds=update_policy.execution_timeout_seconds(
+                    max_instances=settings.max_instances,
+                    startup_s=settings.startup_health_check_timeout_seconds,
+                    download_s=MODEL_DATA_DOWNLOAD_TIMEOUT_SECONDS),
+            ),
+            auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
+                alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=self.observability.alarms[key].alarm_name)
+                        for key in ROLLBACK_ALARMS]),
+        )
 
     @staticmethod
     def _environment(settings: Settings) -> dict[str, str]:

@@ -93,6 +93,10 @@ def test_agent_role_exact_grants(default_synth: Synthesized) -> None:
         "xray:PutTelemetryRecords": {"*"},
         "xray:GetSamplingRules": {"*"},
         "xray:GetSamplingTargets": {"*"},
+        # Bedrock's first call to a third-party model subscribes through AWS Marketplace.
+        "aws-marketplace:ViewSubscriptions": {"*"},
+        "aws-marketplace:Subscribe": {"*"},
+        "aws-marketplace:Unsubscribe": {"*"},
         "cloudwatch:PutMetricData": {"*"},
         "bedrock-agentcore:GetWorkloadAccessToken": {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
         "bedrock-agentcore:GetWorkloadAccessTokenForJWT": {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},

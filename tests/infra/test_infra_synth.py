@@ -15,9 +15,10 @@ from infra_support import STACK_NAMES, Synthesized
 
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED_OUTPUTS = {
-    "KokoroTtsFoundation": {"SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId"},
+    "KokoroTtsFoundation": {"SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId",
+                            "AgentRuntimeName"},
     "KokoroTtsModelCache": {"BucketName", "ModelPrefix", "LogBucketName"},
-    "KokoroTtsEndpoint": {"EndpointName", "ModelName"},
+    "KokoroTtsEndpoint": {"EndpointName", "ModelName", "AlarmTopicArn"},
     "KokoroAgentRuntime": {"RuntimeArn", "RuntimeId", "RuntimeName"},
 }
 # cfn-lint 1.58's IAM action list predates the bidirectional-streaming API; only this exact
