@@ -4,8 +4,9 @@ kokoro's ``KPipeline(model=False)`` runs only G2P: misaki's English lexicon and 
 espeak-ng for words it does not know, and ``en_tokenize``'s split of long text into pieces of at
 most 510 phonemes at punctuation. Both engines share it, so they hear the same phonemes.
 
-Guards stand between the text and misaki (until text normalization reads numbers itself), all
-in :func:`readable`, which only adds spaces: :func:`read_long_numbers` (misaki reads a number by
+Text normalization (the ``normalize`` package: what an LLM writes, as a person reads it) runs
+first, and :func:`sourced` points the words it wrote back at the text they stand for. Guards
+then stand between the text and misaki, all in :func:`readable`, which only adds spaces: :func:`read_long_numbers` (misaki reads a number by
 name through num2words, which raises from about 307 digits) and :func:`split_long_runs` (misaki's
 time on a run of characters without a space is cubic in its parts). :class:`G2PNotes`: espeak's
 ``phonemizer`` logs a warning for every word misaki did not know; they become one line per text.
@@ -19,12 +20,14 @@ import re
 import threading
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from kokoro import KPipeline
 from misaki.en import subtokenize
+from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 
 from .engines.base import MAX_PHONEMES
+from .normalize import Normalized, normalize
 from .words import ChunkWord, chunk_words
 
 REPO_ID = "hexgrad/Kokoro-82M"
@@ -123,6 +126,34 @@ def readable(text: str) -> str:
     return split_long_runs(read_long_numbers(_SURROGATES.sub("\ufffd", text)))
 
 
+class Sourcer:
+    """Points G2P's words back at the text normalization was given: a word found (in order) in
+    the normalized text gets ``source`` when it does not stand for itself (normalization wrote it)."""
+
+    def __init__(self, normalized: Normalized) -> None:
+        self._normalized = normalized
+        self._cursor = 0
+
+    def word(self, word: ChunkWord) -> ChunkWord:
+        norm = self._normalized
+        at = norm.text.find(word.text, self._cursor) if word.text else -1
+        if at < 0:
+            return word
+        self._cursor = at + len(word.text)
+        start, end = norm.origin(at, self._cursor)
+        if norm.source[start:end] == word.text:
+            return word
+        # Only its letters and digits count ("d." of "m d." stands for the file name, not its ".").
+        ranges = [norm.origin(at + i, at + i + 1) for i, c in enumerate(word.text) if c.isalnum()]
+        if ranges:
+            start, end = min(s for s, _ in ranges), max(e for _, e in ranges)
+        return replace(word, source=norm.source[start:end], source_start=start)
+
+
+def sourced(chunk: PhonemeChunk, sourcer: Sourcer) -> PhonemeChunk:
+    return replace(chunk, words=tuple(sourcer.word(w) for w in chunk.words))
+
+
 @dataclass
 class G2PNotes:
     """The warnings G2P's libraries log while reading one text (espeak's ``words count mismatch``
@@ -194,7 +225,7 @@ def chunk_jobs(chunk: PhonemeChunk) -> list[PhonemeChunk]:
     """:func:`sentence_jobs` of a chunk, each with the words inside it (offsets into its phonemes)."""
     return [
         PhonemeChunk(phonemes=chunk.phonemes[start:end], words=tuple(
-            ChunkWord(text=w.text, phoneme_start=w.phoneme_start - start, phoneme_end=w.phoneme_end - start)
+            replace(w, phoneme_start=w.phoneme_start - start, phoneme_end=w.phoneme_end - start)
             for w in chunk.words if start <= w.phoneme_start and w.phoneme_end <= end
         ))
         for start, end in sentence_spans(chunk.phonemes)
@@ -219,21 +250,25 @@ class Phonemizer:
         """Phoneme chunks for ``text``, each 1..510 long; empty when nothing is speakable."""
         return [chunk.phonemes for chunk in self.chunks(text, voice=voice)]
 
-    def chunks(self, text: str, *, voice: str, notes: G2PNotes | None = None) -> list[PhonemeChunk]:
+    def chunks(
+        self, text: str, *, voice: str, notes: G2PNotes | None = None, options: Normalization = NORMALIZE_ALL,
+    ) -> list[PhonemeChunk]:
         """Like :meth:`phonemize`, with each chunk's words and their places in its phonemes.
         ``notes``: where the libraries' warnings go (to log once for many calls); without it they
-        are logged as one line for this call."""
-        text = readable(text)
+        are logged as one line for this call. ``options``: which normalization rules apply."""
+        normalized = normalize(text, options)
+        sourcer = Sourcer(normalized)
+        text = readable(normalized.text)
         messages: list[str] = []
         with self._lock:  # spaCy and misaki keep per-call state
             _capture.messages = messages
             try:
                 pipeline = self._pipeline(language_of(voice))
                 return [
-                    PhonemeChunk(
+                    sourced(PhonemeChunk(
                         phonemes=result.phonemes[:MAX_PHONEMES],
                         words=chunk_words(result.tokens or (), result.phonemes[:MAX_PHONEMES]),
-                    )
+                    ), sourcer)
                     for result in pipeline(text, voice=None, split_pattern=None)
                     if result.phonemes
                 ]

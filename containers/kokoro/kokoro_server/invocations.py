@@ -116,7 +116,8 @@ async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -
     """Encoded audio as it is made, sentence by sentence, then the encoder's tail."""
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
-    speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed, text=req.text)
+    speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed, text=req.text,
+                          normalize=req.normalize)
     finished = False
     clock = UtteranceClock(route="http", fmt=req.format)
     try:

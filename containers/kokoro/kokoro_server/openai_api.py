@@ -37,6 +37,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from voicestream.protocol import (
     FORMATS, NATIVE_SAMPLE_RATE, ProtocolError, SynthesisRequest, check_speed, check_text,
 )
+from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization, check_normalization
 
 from .audio import CONTENT_TYPES
 from .invocations import MAX_BODY_BYTES, Encoded, encoded_audio, failure_message, opened, read_body
@@ -51,7 +52,7 @@ OPENAI_VOICES = (
 # OpenAI's names that Kokoro has a voice of (hexgrad named these packs after them); the rest speak
 # with the server's default voice (af_heart wherever the English voices are).
 OPENAI_ALIASES = {"alloy": "af_alloy", "echo": "am_echo", "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx"}
-FIELDS = frozenset({"model", "input", "voice", "instructions", "response_format", "speed", "stream_format"})
+FIELDS = frozenset({"model", "input", "voice", "instructions", "response_format", "speed", "stream_format", "normalize"})
 STREAM_FORMATS = ("audio", "sse")
 OPENAI_SPEED_MIN, OPENAI_SPEED_MAX = 0.25, 4.0  # OpenAI's documented range for ``speed``
 FRAMES_PER_SECOND = 40  # Kokoro's duration frames (25 ms): the unit of usage.output_tokens
@@ -85,6 +86,7 @@ class SpeechRequest:
     speed: float = 1.0
     stream_format: str = "audio"
     instructions: str | None = None
+    normalize: Normalization = NORMALIZE_ALL  # ours, not OpenAI's: text normalization (docs/normalization.md)
 
 
 def _choice(payload: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
@@ -109,6 +111,7 @@ def parse_speech(payload: dict[str, Any]) -> SpeechRequest:
     try:
         text = check_text(payload["input"], name="input")
         speed = check_speed(payload.get("speed", 1.0), low=OPENAI_SPEED_MIN, high=OPENAI_SPEED_MAX)
+        normalize = check_normalization(payload.get("normalize", True))
     except ProtocolError as exc:
         raise OpenAIError.from_protocol(exc) from None
     instructions = payload.get("instructions")
@@ -118,6 +121,7 @@ def parse_speech(payload: dict[str, Any]) -> SpeechRequest:
         model=model, input=text, voice=_voice(payload["voice"]),
         response_format=_choice(payload, "response_format", FORMATS, "mp3"), speed=speed,
         stream_format=_choice(payload, "stream_format", STREAM_FORMATS, "audio"), instructions=instructions,
+        normalize=normalize,
     )
 
 
@@ -160,7 +164,7 @@ async def respond(synth: Synthesizer, payload: dict[str, Any]) -> Response:
     except OpenAIError as exc:
         return exc.response()
     native = SynthesisRequest(text=req.input, voice=voice, speed=req.speed, format=req.response_format,  # type: ignore[arg-type]
-                              sample_rate=NATIVE_SAMPLE_RATE)
+                              sample_rate=NATIVE_SAMPLE_RATE, normalize=req.normalize)
     headers = {"X-Kokoro-Voice": voice, "X-Audio-Sample-Rate": str(NATIVE_SAMPLE_RATE)}
     if req.instructions:
         headers["X-Kokoro-Ignored-Fields"] = "instructions"

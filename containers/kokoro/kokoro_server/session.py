@@ -168,6 +168,7 @@ class Session:
             self._settings, voice=voice, format=fmt, sample_rate=rate,
             speed=message.speed if message.speed is not None else self._settings.speed,
             timestamps=message.timestamps if message.timestamps is not None else self._settings.timestamps,
+            normalize=message.normalize if message.normalize is not None else self._settings.normalize,
         )
         limits = self._limits
         await self._control(Configured(

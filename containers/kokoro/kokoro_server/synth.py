@@ -32,6 +32,7 @@ from dataclasses import dataclass, replace
 from typing import Hashable
 
 import numpy as np
+from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 
 from .engines import SAMPLE_RATE, Decoding, Engine, Synthesis, WindowPlan
 from .engines.windows import FRAME_S
@@ -97,9 +98,12 @@ class Synthesizer:
             return self.default_voice
         return self.voice_book.resolve(voice, field=field)
 
-    async def phonemize(self, text: str, *, voice: str, notes: G2PNotes | None = None) -> list[PhonemeChunk]:
+    async def phonemize(
+        self, text: str, *, voice: str, notes: G2PNotes | None = None, normalize: Normalization = NORMALIZE_ALL,
+    ) -> list[PhonemeChunk]:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._g2p, lambda: self.phonemizer.chunks(text, voice=voice, notes=notes))
+        return await loop.run_in_executor(
+            self._g2p, lambda: self.phonemizer.chunks(text, voice=voice, notes=notes, options=normalize))
 
     def submit(
         self, *, owner: Hashable, phonemes: str, voice: str, speed: float, words: tuple[PlacedWord, ...] = (),
@@ -154,11 +158,12 @@ class Synthesizer:
 
     def speech(
         self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None,
-        text: str | None = None,
+        text: str | None = None, normalize: Normalization = NORMALIZE_ALL,
     ) -> "Speech":
         """Speak ``pieces`` (sentences already cut; an iterator is read as G2P reaches it).
         ``text``: what the pieces were cut from, for word offsets (None: the pieces, joined by spaces)."""
-        return Speech(self, owner=owner, pieces=pieces, voice=voice, speed=speed, after=after, text=text)
+        return Speech(self, owner=owner, pieces=pieces, voice=voice, speed=speed, after=after, text=text,
+                      normalize=normalize)
 
     def warm_up(self) -> None:
         """Run G2P and one synthesis now, so the first request pays neither."""
@@ -222,12 +227,13 @@ class Speech:
 
     def __init__(
         self, synth: Synthesizer, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float,
-        after: "Speech | None", text: str | None = None,
+        after: "Speech | None", text: str | None = None, normalize: Normalization = NORMALIZE_ALL,
     ) -> None:
         self._synth = synth
         self._owner = owner
         self._pieces = pieces
         self._text = text
+        self._normalize = normalize  # which normalization rules G2P applies (protocol: normalize)
         self._voice = voice
         self._speed = speed
         self._chunks: asyncio.Queue[tuple[str, tuple[PlacedWord, ...]] | None] = asyncio.Queue(LOOKAHEAD)
@@ -252,7 +258,8 @@ class Speech:
             aligner = TextAligner(self._text)  # word offsets point into the text as the client sent it
             for piece in self._pieces:
                 aligner.extend(piece)
-                for chunk in await self._synth.phonemize(piece, voice=self._voice, notes=notes):
+                for chunk in await self._synth.phonemize(piece, voice=self._voice, notes=notes,
+                                                           normalize=self._normalize):
                     for job in chunk_jobs(chunk):
                         await self._chunks.put((job.phonemes, aligner.place(job.words)))
                         self._advance()

@@ -96,6 +96,7 @@ class Turns:
         speech = self._synth.speech(
             owner=self._owner, pieces=[text], voice=chosen_voice,
             speed=speed if speed is not None else settings.speed, after=self._last_speech,
+            normalize=settings.normalize,
         )
         self._last_speech = speech
         utterance = Utterance(id=uid, turn=self.number, text=text, gen=gen, speech=speech, sample_rate=sample_rate)

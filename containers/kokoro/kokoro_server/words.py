@@ -8,7 +8,8 @@ Three steps, one per function, so each can be tested alone:
    phoneme chunk and where each sits in the chunk's phoneme string. A word is a run of tokens with
    no space between them ("don't", "$3.50"), trimmed to the tokens that hold a letter or digit.
 2. :class:`TextAligner`: each word's character range in the text the client sent, found in order
-   (so markdown stripping or sentence cutting never moves an offset off the user's words).
+   (so markdown stripping or sentence cutting never moves an offset off the user's words); a word
+   that normalization wrote is found by the text it stands for (``ChunkWord.source``).
 3. :func:`word_timings`: durations (frames per token, both pad tokens included) to milliseconds.
    Frames become samples by the chunk's own ratio (audio length / total frames), so it holds for
    any decoder configuration (600 samples per frame for Kokoro-82M, 25 ms).
@@ -36,11 +37,16 @@ class Token(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class ChunkWord:
-    """A word of one phoneme chunk: its spelling as G2P saw it, its phonemes' [start, end)."""
+    """A word of one phoneme chunk: its spelling as G2P saw it, its phonemes' [start, end).
+    ``source``: when normalization wrote the word (it is not in the client's text), the text it
+    stands for ("$1,299.99" for each of "one thousand ... cents") and ``source_start``, where that
+    is in the piece: the words of one span share both, so they share one character range."""
 
     text: str
     phoneme_start: int
     phoneme_end: int
+    source: str | None = None
+    source_start: int = -1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,8 +125,10 @@ class TextAligner:
         self._given = text is not None
         self._text = text or ""
         self._cursor = 0
+        self._last: tuple[str, int, int, int] | None = None  # source, source_start, char range of the last span
 
     def extend(self, piece: str) -> None:
+        self._last = None  # source_start counts within one piece
         if not self._given:
             self._text = f"{self._text} {piece}" if self._text else piece
 
@@ -129,12 +137,19 @@ class TextAligner:
         rewrote it) gets the empty range at the cursor."""
         placed = []
         for word in words:
-            at = self._text.find(word.text, self._cursor) if word.text else -1
+            last = self._last
+            if word.source is not None and last is not None and last[:2] == (word.source, word.source_start):
+                placed.append(PlacedWord(word=word, char_start=last[2], char_end=last[3]))
+                continue  # another word of the span just placed: the same characters
+            spelling = word.text if word.source is None else word.source
+            at = self._text.find(spelling, self._cursor) if spelling else -1
             if at < 0:
                 placed.append(PlacedWord(word=word, char_start=self._cursor, char_end=self._cursor))
                 continue
-            self._cursor = at + len(word.text)
+            self._cursor = at + len(spelling)
             placed.append(PlacedWord(word=word, char_start=at, char_end=self._cursor))
+            if word.source is not None:
+                self._last = (word.source, word.source_start, at, self._cursor)
         return tuple(placed)
 
 

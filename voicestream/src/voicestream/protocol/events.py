@@ -112,6 +112,7 @@ class Configured(ServerEvent):
     format: str = "pcm"
     sample_rate: int = NATIVE_SAMPLE_RATE
     timestamps: bool = False
+    normalize: bool | dict[str, bool] = True  # the normalization rules in force (protocol.normalization)
     voices: tuple[str, ...] = ()
     limits: dict[str, Any] = field(default_factory=dict)
 

@@ -10,6 +10,7 @@ from .fields import (
     ProtocolError, Transport, check_bool, check_identifier, check_ids, check_speed, check_text, check_transport, optional_id,
     optional_speed, reject_unknown, required_text,
 )
+from .normalization import NORMALIZE_ALL, Normalization, check_normalization
 
 # ---- POST /invocations -----------------------------------------------------------------------
 
@@ -25,6 +26,7 @@ class SynthesisRequest:
     sample_rate: int = NATIVE_SAMPLE_RATE
     transport: Transport = "binary"
     timestamps: bool = False  # SSE only: a ``words`` event before the audio each one describes
+    normalize: Normalization = NORMALIZE_ALL  # which text normalization rules apply (protocol.normalization)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -38,10 +40,12 @@ class SynthesisRequest:
             out["voice"] = self.voice
         if self.timestamps:
             out["timestamps"] = True
+        if self.normalize != NORMALIZE_ALL:
+            out["normalize"] = self.normalize.to_json()
         return out
 
 
-_REQUEST_FIELDS = frozenset({"text", "voice", "speed", "format", "sample_rate", "transport", "timestamps"})
+_REQUEST_FIELDS = frozenset({"text", "voice", "speed", "format", "sample_rate", "transport", "timestamps", "normalize"})
 
 
 def request_from_payload(
@@ -58,6 +62,7 @@ def request_from_payload(
         sample_rate=check_sample_rate(payload.get("sample_rate", NATIVE_SAMPLE_RATE)),
         transport=check_transport(payload.get("transport", "binary")),
         timestamps=check_bool(payload.get("timestamps", False), name="timestamps"),
+        normalize=check_normalization(payload.get("normalize", True)),
     )
 
 
@@ -73,6 +78,7 @@ class Configure:
     format: Format | None = None
     sample_rate: int | None = None
     timestamps: bool | None = None  # True: a ``words`` event before the audio of each sentence
+    normalize: Normalization | None = None  # which text normalization rules apply (protocol.normalization)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,7 +133,7 @@ _TYPES: Final[dict[type, str]] = {
     Cancel: "cancel", Close: "close", Ping: "ping",
 }
 _FIELDS: Final[dict[str, frozenset[str]]] = {
-    "configure": frozenset({"type", "voice", "speed", "format", "sample_rate", "timestamps"}),
+    "configure": frozenset({"type", "voice", "speed", "format", "sample_rate", "timestamps", "normalize"}),
     "speak": frozenset({"type", "text", "id", "voice", "speed"}),
     "delta": frozenset({"type", "text"}),
     "flush": frozenset({"type"}),
@@ -157,6 +163,7 @@ def message_from_payload(payload: dict[str, Any]) -> ClientMessage:
             format=check_format(payload["format"]) if "format" in payload else None,
             sample_rate=check_sample_rate(payload["sample_rate"]) if "sample_rate" in payload else None,
             timestamps=check_bool(payload["timestamps"], name="timestamps") if "timestamps" in payload else None,
+            normalize=check_normalization(payload["normalize"]) if "normalize" in payload else None,
         )
     if kind == "speak":
         return Speak(
@@ -177,7 +184,9 @@ def message_to_payload(message: ClientMessage) -> dict[str, Any]:
     """The JSON object of a typed message; the inverse of :func:`message_from_payload`."""
     body: dict[str, Any] = {"type": _TYPES[type(message)]}
     for name, value in vars(message).items():
-        if value is not None and name != "legacy":
+        if isinstance(value, Normalization):
+            body[name] = value.to_json()
+        elif value is not None and name != "legacy":
             body[name] = list(value) if isinstance(value, tuple) else value
     return body
 
@@ -191,6 +200,7 @@ class SessionSettings:
     format: Format = "pcm"
     sample_rate: int = NATIVE_SAMPLE_RATE
     timestamps: bool = False
+    normalize: Normalization = NORMALIZE_ALL
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -199,4 +209,5 @@ class SessionSettings:
             "format": self.format,
             "sample_rate": self.sample_rate,
             "timestamps": self.timestamps,
+            "normalize": self.normalize.to_json(),
         }

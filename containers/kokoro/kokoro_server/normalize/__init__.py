@@ -1,0 +1,34 @@
+"""Text normalization: what an LLM writes, rewritten into what a person would read aloud.
+
+Runs on each piece of text after sentence cutting and before G2P, on every route. Two passes of
+table-driven rules (:mod:`.markdown`, then :mod:`.rules`), each rule in a group a client can switch
+off (``normalize`` in the protocol: voicestream.protocol.normalization). The result keeps, for
+every character it hands to G2P, the range of the client's text it stands for
+(:class:`Normalized`), so word timestamps point back at what was sent: all the words of "$1,299.99"
+point at those nine characters. docs/normalization.md lists every rule and why it reads so.
+"""
+
+from __future__ import annotations
+
+from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
+
+from . import markdown, rules
+from .core import Normalized, Rule, apply, identity
+
+__all__ = ["Normalized", "Rule", "normalize", "RULES"]
+
+RULES: tuple[Rule, ...] = (*markdown.RULES, *rules.RULES)
+
+
+def _enabled(table: tuple[Rule, ...], options: Normalization) -> tuple[Rule, ...]:
+    return tuple(rule for rule in table if options.on(rule.group))
+
+
+def normalize(text: str, options: Normalization = NORMALIZE_ALL) -> Normalized:
+    """``text`` as a person would read it, with each character's source range."""
+    result = identity(text)
+    if not options.enabled:
+        return result
+    first = _enabled(markdown.RULES, options)
+    result = apply(apply(result, first), first)  # twice: "**see [the docs](url)**" nests
+    return apply(result, _enabled(rules.RULES, options))
