@@ -193,3 +193,13 @@ def speeds(record: Results) -> list[str]:
               for r in record["speeds"]]
     return lines + ["", f"`bench/results/speeds.json` (`python -m bench.speeds`): {record['engine']} engine, voice "
                     f"`{record['voice']}`, {len(record['sentences'])} plain sentences, pocketsphinx."]
+
+
+def speech_content(record: Results) -> list[str]:
+    lines = ["| route, format or voice | word error rate | against another sentence |", "|---|---|---|"]
+    lines += [f"| {route} | {num(r['wer'])} | {num(r['wer_other_sentence'])} |"
+              for route, r in record["routes"].items()]
+    words = sum(len(s.split()) for s in record["sentences"])
+    return lines + ["", f"`bench/results/speech_content.json` (`tests/kokoro/speech_content.py`): voice "
+                    f"`{record['voice']}` unless named, {len(record['sentences'])} plain sentences ({words} words), "
+                    "pocketsphinx's US English model."]
