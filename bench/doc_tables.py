@@ -203,3 +203,32 @@ def speech_content(record: Results) -> list[str]:
     return lines + ["", f"`bench/results/speech_content.json` (`tests/kokoro/speech_content.py`): voice "
                     f"`{record['voice']}` unless named, {len(record['sentences'])} plain sentences ({words} words), "
                     "pocketsphinx's US English model."]
+
+
+#: bench/frameworks.py's variants, as a reader knows them
+FRAMEWORK_VARIANTS = {
+    "livekit_kokoro": "LiveKit: voicestream `KokoroTTS` (bidi stream)",
+    "livekit_openai_adapter": "LiveKit: `openai.TTS` + `StreamAdapter`",
+    "pipecat_kokoro": "pipecat: voicestream `KokoroTTSService` (bidi stream)",
+    "pipecat_openai": "pipecat: `OpenAITTSService`",
+}
+
+
+def frameworks(record: Results) -> list[str]:
+    lines = ["| variant | first audio p50 ms | range | last audio p50 ms | range |", "|---|---|---|---|---|"]
+    for key, label in FRAMEWORK_VARIANTS.items():
+        v = record["variants"][key]
+        first = [r["ttfa_ms"] for r in v["runs"]]
+        last = [r["total_ms"] for r in v["runs"]]
+        lines.append(f"| {label} | {v['ttfa_p50_ms']:.0f} | {min(first):.0f}-{max(first):.0f} | "
+                     f"{v['total_p50_ms']:.0f} | {min(last):.0f}-{max(last):.0f} |")
+    for framework, ours, theirs in (("LiveKit", "livekit_kokoro", "livekit_openai_adapter"),
+                                    ("pipecat", "pipecat_kokoro", "pipecat_openai")):
+        pairs = list(zip(record["variants"][ours]["runs"], record["variants"][theirs]["runs"], strict=True))
+        sooner = sum(a["ttfa_ms"] < b["ttfa_ms"] for a, b in pairs)
+        lines.append(f"| {framework}: rounds where the plugin's first audio came sooner | {sooner} of {len(pairs)} "
+                     "| | | |")
+    return lines + ["", f"`bench/results/frameworks.json` (`make bench-frameworks`): {record['server']['model']} "
+                    f"on the {record['server']['device']}; one answer of {record['answer_words']} words, a token every "
+                    f"{num(record['token_ms'], 'ms')}; {record['rounds']} interleaved rounds; load average "
+                    f"{record['loadavg_before'][0]} before."]

@@ -27,7 +27,8 @@ from . import doc_tables as render
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path("bench/results")
 #: The docs whose generated regions this module owns (relative to the repository root).
-DOCS = ("README.md", "docs/benchmarks.md", "docs/protocol.md", "docs/models.md")
+DOCS = ("README.md", "docs/benchmarks.md", "docs/protocol.md", "docs/models.md",
+        "docs/integrations.md")
 REGION = re.compile(r"(<!-- generated:([a-z0-9-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.DOTALL)
 OPENING = re.compile(r"<!-- generated:([a-z0-9-]+) -->")
 
@@ -58,6 +59,7 @@ TABLES: tuple[Table, ...] = (
     Table(name="soak", sources=("soak.json",), render=render.soak),
     Table(name="speeds", sources=("speeds.json",), render=render.speeds),
     Table(name="speech-content", sources=("speech_content.json",), render=render.speech_content),
+    Table(name="frameworks", sources=("frameworks.json",), render=render.frameworks),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
