@@ -155,7 +155,8 @@ def build(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
                 cost is not None and cost <= 2.0),
         _target("p95 TTFA at 8 sessions / single-session p50 TTFA", "<= 3x", ladder_ratio,
                 ladder_ratio is not None and ladder_ratio <= 3.0),
-        _target("p95 TTFA at 8 sessions from the text's arrival / (8 x first-window model time)", "<= 1.2x", floor_ratio,
+        _target("p95 TTFA at 8 sessions from the text's arrival / (8 x first-window model time)", "<= 1.2x",
+                floor_ratio,
                 floor_ratio is not None and floor_ratio <= 1.2),
     ]
     return results
@@ -186,13 +187,15 @@ def summary_text(results: dict[str, Any]) -> str:
                  f"{results['repeats']} TTFA samples/mode, wall {results['wall_s']} s")
     for mode in MODES:
         s = results["ttfa_spread_ms"][mode]
-        lines.append(f"   TTFA {mode:6s} p50 {s.get('p50')} ms (min {s.get('min')}, max {s.get('max')}, n {s.get('n')}); "
+        lines.append(f"   TTFA {mode:6s} p50 {s.get('p50')} ms (min {s.get('min')}, max {s.get('max')}, "
+                     f"n {s.get('n')}); "
                      f"last audio {results['last_audio_ms'][mode]} ms")
     for t in results["targets"]:
         verdict = "n/a" if t["met"] is None else ("MET" if t["met"] else "NOT MET")
         lines.append(f"   [{verdict:7s}] {t['name']}: {t['value']} (target {t['target']})")
     lines.append(f"   AWS reference: stream/batch {AWS_REFERENCE['stream_vs_batch']} (329.3 -> 156.7 ms), "
-                 f"bidi {AWS_REFERENCE['bidi_speedup_local']}x local / {AWS_REFERENCE['bidi_speedup_deployed']}x deployed")
+                 f"bidi {AWS_REFERENCE['bidi_speedup_local']}x local / "
+                 f"{AWS_REFERENCE['bidi_speedup_deployed']}x deployed")
     if results["budget_trimmed"]:
         lines.append(f"   budget trimmed: {', '.join(results['budget_trimmed'])}")
     return "\n".join(lines)
@@ -217,7 +220,8 @@ def markdown(results: dict[str, Any]) -> str:
         f"first fragment at {sc['first_fragment_ms']} ms, first sentence at {sc['first_sentence_ms']} ms, "
         f"answer complete at {sc['answer_ms']} ms (time zero = start of the answer)",
         f"- {results['repeats']} TTFA samples per mode (one full run each); wall time {results['wall_s']} s"
-        + (f"; trimmed by the time budget: {', '.join(results['budget_trimmed'])}" if results["budget_trimmed"] else ""),
+        + (f"; trimmed by the time budget: {', '.join(results['budget_trimmed'])}"
+           if results["budget_trimmed"] else ""),
         "",
         "## Targets",
         "",
@@ -253,7 +257,8 @@ def markdown(results: dict[str, Any]) -> str:
         "| source | p50 ms | p95 ms | min | max | n |",
         "|---|---|---|---|---|---|",
         f"| dedicated probes | {o.get('p50')} | {o.get('p95')} | {o.get('min')} | {o.get('max')} | {o.get('n')} |",
-        f"| bidi scenario runs | {oi.get('p50')} | {oi.get('p95')} | {oi.get('min')} | {oi.get('max')} | {oi.get('n')} |",
+        f"| bidi scenario runs | {oi.get('p50')} | {oi.get('p95')} | {oi.get('min')} | {oi.get('max')} | "
+        f"{oi.get('n')} |",
         *timestamps.markdown(results),
         *sagemaker_relay.markdown(results.get("sagemaker_relay_ms")),
         "",
@@ -299,7 +304,8 @@ def _json_default(value: Any) -> Any:
         return {"mode": value.mode, "full": value.full, "first_audio_s": value.first_audio_s,
                 "last_audio_s": value.last_audio_s, "audio_s": round(value.audio_s, 4),
                 "first_send_s": value.first_send_s, "first_synthesis_ms": value.first_synthesis_ms,
-                "synthesis_ms": value.synthesis_ms, "utterances": value.utterances, **(value.timeline() if value.full else {})}
+                "synthesis_ms": value.synthesis_ms, "utterances": value.utterances,
+                **(value.timeline() if value.full else {})}
     raise TypeError(f"cannot serialise {type(value).__name__}")
 
 
