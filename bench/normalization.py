@@ -1,0 +1,120 @@
+"""Text normalization by ear: the corpus (bench/normalization_corpus.py) spoken through the real
+server (int8 ONNX weights, af_heart) with ``normalize`` on and off in the same run, each render
+transcribed by pocketsphinx and scored against the reading a person would give::
+
+    .venv-kokoro/bin/python -m bench.normalization [--out bench/results/normalization.json]
+
+(``make bench-normalization``.) Mean word error rate per kind and overall, and what was heard.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+import numpy as np
+
+REPO = Path(__file__).resolve().parent.parent
+VOICE = "af_heart"
+SR = 24_000
+
+
+def words(text: str) -> list[str]:
+    return re.findall(r"[a-z']+", text.lower())
+
+
+def wer(heard: list[str], reference: str) -> float:
+    """(substitutions + deletions + insertions) / reference words (word-level Levenshtein)."""
+    wanted = words(reference)
+    row = list(range(len(heard) + 1))
+    for i, word in enumerate(wanted, start=1):
+        previous, row[0] = row[0], i
+        for j, got in enumerate(heard, start=1):
+            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (word != got))
+    return row[-1] / max(1, len(wanted))
+
+
+def recognise(audio: np.ndarray) -> list[str]:
+    """What pocketsphinx (its US English model) hears in 24 kHz float ``audio``."""
+    from pocketsphinx import Decoder
+
+    n = int(len(audio) * 16_000 / SR)
+    resampled = np.interp(np.arange(n) * (SR / 16_000), np.arange(len(audio)), audio)
+    decoder = Decoder(samprate=16_000, loglevel="FATAL")
+    decoder.start_utt()
+    decoder.process_raw((np.clip(resampled, -1, 1) * 32767).astype("<i2").tobytes(), full_utt=True)
+    decoder.end_utt()
+    hypothesis = decoder.hyp()
+    return words(hypothesis.hypstr) if hypothesis is not None else []
+
+
+def speak(client: httpx.Client, base_url: str, text: str, *, normalize: bool) -> np.ndarray:
+    """The server's PCM for ``text`` (POST /invocations), as float samples."""
+    response = client.post(f"{base_url}/invocations", timeout=120.0, json={
+        "text": text, "voice": VOICE, "format": "pcm", "normalize": normalize})
+    response.raise_for_status()
+    return np.frombuffer(response.content, dtype="<i2").astype(np.float32) / 32768.0
+
+
+def hear(client: httpx.Client, base_url: str, text: str, reference: str, *, normalize: bool) -> tuple[float, list[str]]:
+    heard = recognise(speak(client, base_url, text, normalize=normalize))
+    return wer(heard, reference), heard
+
+
+def measure(base_url: str, corpus: tuple[tuple[str, str, str], ...]) -> dict[str, object]:
+    rows = []
+    with httpx.Client() as client:
+        for kind, written, reference in corpus:
+            on, heard_on = hear(client, base_url, written, reference, normalize=True)
+            off, heard_off = hear(client, base_url, written, reference, normalize=False)
+            rows.append({"kind": kind, "text": written, "reference": reference, "wer_on": round(on, 3),
+                         "wer_off": round(off, 3), "heard_on": " ".join(heard_on), "heard_off": " ".join(heard_off)})
+            print(f"{kind:14} on {on:4.2f} off {off:4.2f}  {written!r}", file=sys.stderr)
+    kinds = sorted({row["kind"] for row in rows}, key=lambda k: [r["kind"] for r in rows].index(k))
+    by_kind = {kind: {"sentences": sum(r["kind"] == kind for r in rows),
+                      "wer_on": round(statistics.mean(float(r["wer_on"]) for r in rows if r["kind"] == kind), 3),
+                      "wer_off": round(statistics.mean(float(r["wer_off"]) for r in rows if r["kind"] == kind), 3)}
+               for kind in kinds}
+    return {
+        "sentences": len(rows),
+        "mean_wer_on": round(statistics.mean(float(r["wer_on"]) for r in rows), 3),
+        "mean_wer_off": round(statistics.mean(float(r["wer_off"]) for r in rows), 3),
+        "by_kind": by_kind, "rows": rows,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.normalization", description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "normalization.json")
+    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "kokoro-82m-onnx")
+    args = parser.parse_args(argv)
+    from kokoro_tools.packaged_weights import build_model_dir, installed_sources
+    from voicestream.launch import KokoroProcess
+
+    from .normalization_corpus import CORPUS
+
+    model_dir = build_model_dir(args.model_dir, sources=installed_sources(english=True)).root
+    started = time.perf_counter()
+    log = Path(tempfile.mkdtemp(prefix="bench-normalization-")) / "server.log"  # its tail is in any LaunchError
+    with KokoroProcess(model_dir=model_dir, env={"KOKORO_DEFAULT_VOICE": VOICE}, log_path=log) as server:
+        result = measure(server.url, CORPUS)
+    result = {"voice": VOICE, "engine": "onnx int8 (packaged weights)", "route": "POST /invocations",
+              "transcriber": "pocketsphinx (US English model)", "elapsed_s": round(time.perf_counter() - started, 1),
+              **result}
+    args.out.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    print(f"{result['sentences']} sentences: mean WER {result['mean_wer_on']} with normalization, "
+          f"{result['mean_wer_off']} without")
+    for kind, row in result["by_kind"].items():  # type: ignore[union-attr]
+        print(f"  {kind:14} {row['sentences']:2} sentences: {row['wer_on']:.3f} on, {row['wer_off']:.3f} off")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
