@@ -31,11 +31,11 @@ CASES = {  # group: (written, what G2P reads)
         ("**See [the guide](https://x.io)**", "See the guide"),
     ],
     "urls": [
-        ("Open https://docs.aws.amazon.com/x now.", "Open docs dot a w s dot amazon dot com slash x now."),
-        ("Visit www.example.com.", "Visit w w w dot example dot com."),
+        ("Open https://docs.aws.amazon.com/x now.", "Open docs dot A.W.S. dot amazon dot com slash x now."),
+        ("Visit www.example.com.", "Visit WWW dot example dot com."),
         ("Go to github.com/org/repo today.", "Go to github dot com slash org slash repo today."),
-        ("Read README.md first.", "Read README dot m d first."),
-        ("Edit config_loader.py", "Edit config loader dot p y"),
+        ("Read README.md first.", "Read readme dot MD first."),
+        ("Edit config_loader.py", "Edit config loader dot PY"),
     ],
     "emails": [("Write to jane.doe@example.com today.", "Write to jane dot doe at example dot com today.")],
     "money": [
@@ -53,9 +53,9 @@ CASES = {  # group: (written, what G2P reads)
     ],
     "times": [
         ("Meet me at 09:15.", "Meet me at nine fifteen."),
-        ("It starts at 9:05 pm.", "It starts at nine oh five p m."),
+        ("It starts at 9:05 pm.", "It starts at nine oh five PM."),
         ("Doors open at 7:00.", "Doors open at seven o'clock."),
-        ("Lunch at 12pm.", "Lunch at twelve p m."),
+        ("Lunch at 12pm.", "Lunch at twelve PM."),
         ("Landing at 14:00.", "Landing at fourteen hundred."),
     ],
     "dates": [

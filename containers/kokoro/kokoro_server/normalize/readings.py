@@ -49,17 +49,19 @@ UNITS = {  # symbol -> (one, many)
 UNITS_TIGHT = frozenset({"in", "s", "h", "m", "g", "l", "W", "V"})
 MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
           "November", "December")
+# Letters are spelled in capitals ("MD", "AM"): misaki reads an unknown all-capital word letter
+# by letter, while a lone lowercase "a" is the article. A few it knows as words get dots ("A.W.S.").
 EXTENSIONS = {  # file extension -> how it is said
-    "md": "m d", "py": "p y", "js": "j s", "ts": "t s", "tsx": "t s x", "jsx": "j s x", "json": "jason",
-    "yaml": "yammel", "yml": "y m l", "toml": "tommel", "txt": "text", "csv": "c s v", "html": "h t m l",
-    "css": "c s s", "sh": "s h", "rs": "r s", "go": "go", "java": "java", "cpp": "c p p", "rb": "r b",
-    "ipynb": "i p y n b", "pdf": "p d f", "png": "p n g", "jpg": "j peg", "env": "env", "lock": "lock",
-    "cfg": "c f g", "ini": "i n i", "xml": "x m l", "sql": "s q l", "log": "log", "zip": "zip", "gz": "g z",
-    "tar": "tar", "ts.map": "t s map", "mp3": "m p three", "wav": "wave", "docx": "doc x", "xlsx": "x l s x",
+    "md": "MD", "py": "PY", "js": "JS", "ts": "TS", "tsx": "TSX", "jsx": "JSX", "json": "jason",
+    "yaml": "yammel", "yml": "YML", "toml": "tommel", "txt": "text", "csv": "CSV", "html": "HTML",
+    "css": "CSS", "sh": "SH", "rs": "RS", "go": "go", "java": "java", "cpp": "CPP", "rb": "RB",
+    "ipynb": "IPYNB", "pdf": "PDF", "png": "PNG", "jpg": "J peg", "env": "env", "lock": "lock",
+    "cfg": "CFG", "ini": "INI", "xml": "XML", "sql": "SQL", "log": "log", "zip": "zip", "gz": "GZ",
+    "tar": "tar", "mp3": "MP3", "wav": "wave", "docx": "doc X", "xlsx": "XLSX",
 }
 # Parts of host names a person spells out.
-HOST_PARTS = {"www": "w w w", "io": "i o", "ai": "a i", "uk": "u k", "us": "u s", "edu": "e d u", "api": "a p i",
-              "aws": "a w s", "gcp": "g c p", "gov": "gov", "org": "org", "com": "com", "net": "net"}
+HOST_PARTS = {"www": "WWW", "io": "IO", "ai": "AI", "uk": "UK", "us": "U.S.", "edu": "E.D.U.", "api": "API",
+              "aws": "A.W.S.", "gcp": "GCP", "gov": "gov", "org": "org", "com": "com", "net": "net"}
 _VOWELS = set("aeiouy")
 
 
@@ -90,7 +92,7 @@ def clock(hour: int, minute: int, suffix: str | None) -> str:
     """How a clock time is read; ``suffix`` a.m./p.m. when written."""
     if suffix:
         said = cardinal(hour) if minute == 0 else f"{cardinal(hour)} {'oh ' if minute < 10 else ''}{cardinal(minute)}"
-        return f"{said} {suffix[0].lower()} m"
+        return f"{said} {suffix[0].upper()}M"
     if minute == 0:
         return f"{cardinal(hour)} hundred" if hour > 12 or hour == 0 else f"{cardinal(hour)} o'clock"
     return f"{cardinal(hour)} {'oh ' if minute < 10 else ''}{cardinal(minute)}"
@@ -162,7 +164,7 @@ def _host_part(part: str) -> str:
     if part.isdigit():
         return cardinal(int(part)) if len(part) <= 4 else digits(part)
     if part.isalpha() and len(part) <= 4 and not set(low) & _VOWELS:
-        return " ".join(low)  # "npm", "ftp": no vowel, no word
+        return part.upper()  # "npm", "ftp": no vowel, no word: spelled
     return part.replace("-", " dash ")
 
 
@@ -193,6 +195,7 @@ def email(match: re.Match[str]) -> str:
 
 def file_name(match: re.Match[str]) -> str:
     stem, ext = match.group(1), match.group(2)
+    stem = stem.lower() if stem.isupper() else stem  # "README": a word, not letters to spell
     return f"{stem.replace('_', ' ').replace('-', ' ')} dot {EXTENSIONS.get(ext.lower(), ext)}"
 
 

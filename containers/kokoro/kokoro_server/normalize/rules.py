@@ -52,7 +52,7 @@ ABBREVIATIONS: tuple[tuple[str, str], ...] = (  # pattern -> reading
     (r"\b[Ee]\.g\.(?=[\s,])", "for example"), (r"\b[Ii]\.e\.(?=[\s,])", "that is"),
     (r"\bvs\.?(?=\s)", "versus"), (r"\betc\b(?=\.)", "et cetera"), (r"\bapprox\.(?=\s)", "approximately"),
     (r"\bNo\.(?=\s?\d)", "number"), (r"\bDept\.(?=\s)", "Department"), (r"\bLtd\b(?=\.)", "Limited"),
-    (r"\bw/o\b", "without"), (r"\bw/(?=\s)", "with"), (r"\bFAQs?\b", "F A Q"), (r"\bUS\b", "U S"),
+    (r"\bw/o\b", "without"), (r"\bw/(?=\s)", "with"), (r"\bFAQs?\b", "F.A.Q."), (r"\bUS\b", "U.S."),
 )
 SYMBOLS: tuple[tuple[str, str], ...] = (
     (r"\bC\+\+", "C plus plus"), (r"&", "and"), (r"(?<=\s)=(?=\s)", "equals"), (r"(?<=[\s\d])\+(?=\s?\d)", "plus"),
