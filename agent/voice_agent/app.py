@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -31,15 +30,13 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
 from strands import Agent
-from voicestream.protocol import CloseCode
+from voicestream.protocol import CloseCode, ProtocolError
 
 from .config import AgentConfig
-from .events import (
-    MAX_MESSAGE_BYTES, InterruptRequest, PromptRequest, RequestError, decode_message, error_event, parse_request,
-    request_error_event,
-)
+from .events import AgentError, AudioData, Interrupted, InterruptSent, Ready
+from .messages import MAX_MESSAGE_BYTES, InterruptRequest, PromptRequest, decode_message, parse_request
 from .models import ModelFactory, model_factory
-from .speaking import SAMPLE_RATE, Audio, Turn, TurnItem, TurnRegistry, TtsConnector
+from .speaking import Audio, Turn, TurnItem, TurnRegistry, TtsConnector
 
 log = logging.getLogger(__name__)
 
@@ -129,10 +126,12 @@ class VoiceService:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(session.close(), 2.0)
 
-    def ready_event(self, *, voices: tuple[str, ...] = ()) -> dict[str, Any]:
-        return {"type": "ready", **self.config.describe(), "modes": ["bidi", "batch"], "format": "pcm_s16le",
-                "sample_rate": SAMPLE_RATE, "channels": 1, "max_message_bytes": MAX_MESSAGE_BYTES,
-                "voices": list(voices), "t_ms": 0}
+    def ready_event(self, *, voices: tuple[str, ...] = ()) -> Ready:
+        """What the page shows: no secrets, just what answers and who speaks."""
+        config = self.config
+        return Ready(model=config.model, model_id=config.model_id if config.model == "bedrock" else "offline-scripted",
+                     offline_reason=config.offline_reason, tts=config.tts_kind, voice=config.voice,
+                     max_prompt_chars=config.max_prompt_chars, voices=voices)
 
 
 def tts_connector(config: AgentConfig) -> TtsConnector | None:
@@ -159,11 +158,11 @@ def tts_connector(config: AgentConfig) -> TtsConnector | None:
 
 
 def sse_item(item: TurnItem) -> dict[str, Any]:
-    """SSE framing: audio as a base64 ``audio`` event, everything else unchanged."""
+    """SSE framing: audio as a base64 ``audio`` event; AgentCore encodes each object as one event."""
     if isinstance(item, Audio):
-        return {"type": "audio", "turn": item.turn, "seq": item.seq, "utterance_id": item.utterance_id,
-                "bytes": len(item.data), "audio": base64.b64encode(item.data).decode("ascii"), "t_ms": item.t_ms}
-    return item
+        return AudioData(turn=item.turn, seq=item.seq, utterance_id=item.utterance_id, bytes=len(item.data),
+                         audio=base64.b64encode(item.data).decode("ascii"), t_ms=item.t_ms).to_wire()
+    return item.to_wire()
 
 
 class JsonBodyGuard:
@@ -184,14 +183,14 @@ class JsonBodyGuard:
                 return
             body += message.get("body", b"")
             if len(body) > MAX_MESSAGE_BYTES:
-                await _sse_error(scope, receive, send, RequestError(
+                await _sse_error(scope, receive, send, ProtocolError(
                     "message_too_large", f"request body is over {MAX_MESSAGE_BYTES} bytes"))
                 return
             if not message.get("more_body", False):
                 break
         try:
             decode_message(bytes(body))
-        except RequestError as exc:
+        except ProtocolError as exc:
             await _sse_error(scope, receive, send, exc)
             return
         replayed = False
@@ -206,8 +205,8 @@ class JsonBodyGuard:
         await self.app(scope, replay, send)
 
 
-async def _sse_error(scope: Scope, receive: Receive, send: Send, exc: RequestError) -> None:
-    data = f"data: {json.dumps(request_error_event(exc))}\n\n"
+async def _sse_error(scope: Scope, receive: Receive, send: Send, exc: ProtocolError) -> None:
+    data = f"data: {AgentError.of(exc).to_json()}\n\n"
     await Response(data, media_type="text/event-stream")(scope, receive, send)
 
 
@@ -227,20 +226,20 @@ def create_app(*, config: AgentConfig, models: ModelFactory | None = None,
         session_id = getattr(context, "session_id", None)
         try:
             request = parse_request(payload, max_prompt_chars=config.max_prompt_chars, allow_interrupt=True)
-        except RequestError as exc:
-            yield request_error_event(exc)
+        except ProtocolError as exc:
+            yield AgentError.of(exc).to_wire()
             return
         if isinstance(request, InterruptRequest):
             found = service.sse_conversation(session_id, create=False)
             if found is None or found.turn is None or not await found.turn.interrupt(heard_ms=request.heard_ms):
-                yield error_event("not_running", "no turn of this session is running")
+                yield AgentError(code="not_running", message="no turn of this session is running").to_wire()
             else:
-                yield {"type": "interrupt_sent", "turn": found.turn.number, "t_ms": found.turn.t_ms()}
+                yield InterruptSent(turn=found.turn.number, t_ms=found.turn.t_ms()).to_wire()
             return
         conversation = service.sse_conversation(session_id)
         assert conversation is not None
         if conversation.busy:
-            yield error_event("busy", "a turn of this session is running; send {\"type\": \"interrupt\"} first")
+            yield AgentError(code="busy", message="a turn of this session is running; send {\"type\": \"interrupt\"} first").to_wire()
             return
         async for item in conversation.start(request).events():
             yield sse_item(item)
@@ -276,7 +275,7 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
 
     async def send(item: TurnItem) -> None:
         async with send_lock:
-            sending = ws.send_bytes(item.data) if isinstance(item, Audio) else ws.send_text(json.dumps(item))
+            sending = ws.send_bytes(item.data) if isinstance(item, Audio) else ws.send_text(item.to_json())
             await asyncio.wait_for(sending, service.config.send_timeout_s)
 
     async def run(turn: Turn, previous: asyncio.Task[None] | None) -> None:
@@ -305,20 +304,20 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
             try:
                 request = parse_request(decode_message(raw), max_prompt_chars=service.config.max_prompt_chars,
                                         allow_interrupt=True)
-            except RequestError as exc:
-                await send(request_error_event(exc))
+            except ProtocolError as exc:
+                await send(AgentError.of(exc))
                 continue
             current = conversation.turn
             if isinstance(request, InterruptRequest):
                 if current is not None and request.heard_ms is not None and current.cut_short(request.heard_ms):
-                    await send({"type": "interrupted", "turn": current.number, "after_end": True,
-                                "heard_ms": request.heard_ms, "t_ms": current.t_ms()})
+                    await send(Interrupted(turn=current.number, after_end=True, heard_ms=request.heard_ms,
+                                           t_ms=current.t_ms()))
                 elif current is None or not await current.interrupt(heard_ms=request.heard_ms):
-                    await send(error_event("not_running", "no turn is running"))
+                    await send(AgentError(code="not_running", message="no turn is running"))
                 continue
             if current is not None and not current.finished and not current.interrupted:
-                await send(error_event("busy", "a turn is running; send {\"type\": \"interrupt\"} first",
-                                       turn=current.number, t_ms=current.t_ms()))
+                await send(AgentError(code="busy", message="a turn is running; send {\"type\": \"interrupt\"} first",
+                                      turn=current.number, t_ms=current.t_ms()))
                 continue
             runner = asyncio.create_task(run(conversation.start(request), runner))
     except Exception as exc:  # a send on a closed socket, a receive after disconnect

@@ -73,17 +73,6 @@ class AgentConfig:
             return "sagemaker"
         return "none"
 
-    def describe(self) -> dict[str, object]:
-        """What the page and ``ready`` event show: no secrets, just what answers and who speaks."""
-        return {
-            "model": self.model,
-            "model_id": self.model_id if self.model == "bedrock" else "offline-scripted",
-            "offline_reason": self.offline_reason,
-            "tts": self.tts_kind,
-            "voice": self.voice,
-            "max_prompt_chars": self.max_prompt_chars,
-        }
-
 
 def have_aws_credentials() -> bool:
     """True when boto3's chain finds credentials; never raises, never calls AWS."""

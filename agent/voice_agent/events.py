@@ -1,147 +1,197 @@
-"""The agent's wire shapes: client requests in, events out (docs/agent.md#protocol).
+"""What the agent sends a client (docs/agent.md#events): one frozen dataclass per event type.
 
-One request shape serves both transports, so a client can switch between SSE and WebSocket
-without rewriting its payloads. Validation names the field at fault and never raises anything
-but :class:`RequestError`, which the transports turn into an ``error`` event while the session
-stays open.
+Typed the way the TTS protocol's events are (:mod:`voicestream.protocol.events`): each class is
+registered under its wire ``type`` in :data:`AGENT_EVENTS` and encodes itself with
+:meth:`AgentEvent.to_wire`. Both transports carry these; the WebSocket sends audio as binary
+frames, SSE as :class:`AudioData` events. Every event has ``t_ms`` (ms since its turn started, 0
+outside a turn) and, inside a turn, ``turn``; the turn stamps both as it emits.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any, ClassVar, Final
 
-Mode = Literal["bidi", "batch"]
-MODES: Final = ("bidi", "batch")
-# One WebSocket message. A prompt is at most a few thousand characters; anything far bigger is
-# a mistake or abuse, refused before parsing.
-MAX_MESSAGE_BYTES: Final = 64 * 1024
-MAX_VOICE_CHARS: Final = 128
-_PROMPT_FIELDS: Final = frozenset({"type", "prompt", "mode", "voice"})
+from voicestream.protocol import CHANNELS, NATIVE_SAMPLE_RATE, ProtocolError, ServerEvent, server_event
 
-# Every event type the agent sends, on both transports (binary WS frames are audio).
-EVENT_TYPES: Final = (
-    "ready",            # WS only, once per connection: what answers and who speaks
-    "start",            # a turn began: mode, voice, audio format
-    "text",             # a delta of the agent's answer
-    "sentence",         # a piece handed to the TTS session
-    "audio",            # SSE only: base64 PCM; on WS the audio is a binary frame instead
-    "first_audio",      # the turn's first audio chunk is leaving now (time to first audio)
-    "text_end",         # the agent finished writing
-    "interrupted",      # barge-in done: nothing more of the turn follows but ``end``
-    "error",            # bad input, a TTS failure, a model failure
-    "end",              # the turn is over; totals
-)
+from .messages import MAX_MESSAGE_BYTES, MODES, Mode
 
-
-class RequestError(ValueError):
-    """A client message the agent refuses; ``code`` is machine-readable, ``field`` the culprit."""
-
-    def __init__(self, code: str, message: str, *, field: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.field = field
+PCM_FORMAT: Final = "pcm_s16le"  # the TTS server's pcm, passed on unchanged
+AGENT_EVENTS: dict[str, type[ServerEvent]] = {}
 
 
 @dataclass(frozen=True, kw_only=True)
-class PromptRequest:
-    """Speak an answer to ``prompt``."""
+class AgentEvent(ServerEvent):
+    """Base of every event: ``turn`` and ``t_ms`` go last on the wire. Fields are sent as they are
+    (``null`` included) except those in ``OMITTED_WHEN_NONE``, which only appear when set."""
 
-    prompt: str
-    mode: Mode = "bidi"
-    voice: str | None = None
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"turn"})
+    turn: int | None = None
+    t_ms: int = 0
+
+    def to_wire(self) -> dict[str, Any]:
+        names = [f.name for f in fields(self) if f.name not in ("turn", "t_ms")] + ["turn", "t_ms"]
+        values = {name: getattr(self, name) for name in names}
+        return {"type": self.TYPE, **{name: _plain(value) for name, value in values.items()
+                                      if value is not None or name not in self.OMITTED_WHEN_NONE}}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_wire())
+
+
+@server_event("ready", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class Ready(AgentEvent):
+    """WS only, once per connection: what answers, who speaks, and the audio's format."""
+
+    model: str
+    model_id: str
+    offline_reason: str | None
+    tts: str
+    voice: str | None
+    max_prompt_chars: int
+    modes: tuple[str, ...] = MODES
+    format: str = PCM_FORMAT
+    sample_rate: int = NATIVE_SAMPLE_RATE
+    channels: int = CHANNELS
+    max_message_bytes: int = MAX_MESSAGE_BYTES
+    voices: tuple[str, ...] = ()
+
+
+@server_event("start", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class TurnStart(AgentEvent):
+    """A turn began; ``voice`` None: the TTS server's default."""
+
+    mode: Mode
+    voice: str | None
+    format: str = PCM_FORMAT
+    sample_rate: int = NATIVE_SAMPLE_RATE
+    channels: int = CHANNELS
+
+
+@server_event("text", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class TextDelta(AgentEvent):
+    """A delta of the agent's answer, as the model writes it."""
+
+    text: str
+
+
+@server_event("sentence", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class Sentence(AgentEvent):
+    """A piece handed to the TTS session (1-based ``index``)."""
+
+    index: int
+    text: str
 
 
 @dataclass(frozen=True, kw_only=True)
-class InterruptRequest:
-    """Barge-in: stop writing and speaking the current turn. ``heard_ms``: how much of the turn's
-    audio the listener had heard (the page knows it from Web Audio); None: the agent estimates."""
+class TimedWord:
+    """One word on the turn's audio clock."""
 
+    text: str
+    start_ms: int
+    end_ms: int
+
+
+@server_event("words", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class TurnWords(AgentEvent):
+    """Before the audio of an utterance: its words, timed on the turn's audio clock."""
+
+    utterance_id: str
+    words: tuple[TimedWord, ...]
+
+
+@server_event("audio", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class AudioData(AgentEvent):
+    """SSE only: one PCM chunk, base64 in ``audio``; on WS it is a binary frame instead."""
+
+    seq: int
+    utterance_id: str | None
+    bytes: int
+    audio: str
+
+
+@server_event("first_audio", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class FirstAudio(AgentEvent):
+    """The turn's first audio chunk leaves now: ``t_ms`` is the agent-side time to first audio."""
+
+
+@server_event("text_end", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class TextEnd(AgentEvent):
+    """The model finished writing: the whole answer."""
+
+    text: str
+    stop_reason: str | None
+
+
+@server_event("interrupted", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class Interrupted(AgentEvent):
+    """Barge-in done: nothing more of the turn follows but ``end``. After the turn's end (the
+    listener stopped audio still playing) ``after_end`` and ``heard_ms`` say so."""
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"turn", "after_end", "heard_ms"})
+    after_end: bool | None = None
     heard_ms: int | None = None
 
 
-ClientRequest = PromptRequest | InterruptRequest
+@server_event("error", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class AgentError(AgentEvent):
+    """Bad input, a TTS failure, a model failure; ``field`` names the field at fault."""
+
+    OMITTED_WHEN_NONE: ClassVar[frozenset[str]] = frozenset({"turn", "field"})
+    code: str
+    message: str
+    field: str | None = None
+
+    @classmethod
+    def of(cls, exc: ProtocolError) -> AgentError:
+        """The event of a refused request."""
+        return cls(code=exc.code, message=exc.message, field=exc.field)
 
 
-def decode_message(raw: str | bytes) -> object:
-    """A WebSocket frame as JSON, refusing oversized frames, non-UTF-8 and malformed JSON."""
-    size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
-    if size > MAX_MESSAGE_BYTES:
-        raise RequestError("message_too_large", f"message of {size} bytes is over {MAX_MESSAGE_BYTES} bytes")
-    if isinstance(raw, bytes):
-        try:
-            raw = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise RequestError("invalid_json", f"not UTF-8 text: {exc.reason} at byte {exc.start}") from None
-    try:
-        return json.loads(raw)
-    except (ValueError, RecursionError) as exc:
-        raise RequestError("invalid_json", f"not valid JSON: {exc}") from None
+@server_event("end", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class TurnSummary(AgentEvent):
+    """The turn is over: its totals."""
+
+    mode: Mode
+    interrupted: bool
+    text_chars: int
+    sentences: int
+    audio_chunks: int
+    audio_bytes: int
+    audio_ms: int
+    ttfa_ms: int | None
+    text_ms: int | None
+    tts_ok: bool
+    stop_reason: str | None
+    heard_ms: int | None
 
 
-def parse_request(payload: object, *, max_prompt_chars: int, allow_interrupt: bool) -> ClientRequest:
-    """Validate a decoded payload (an SSE body or a WS message)."""
-    if not isinstance(payload, dict):
-        raise RequestError("invalid_json", f"expected a JSON object, got {_kind(payload)}")
-    kind = payload.get("type", "prompt")
-    if kind == "interrupt" and allow_interrupt:
-        extra = sorted(set(payload) - {"type", "heard_ms"})
-        if extra:
-            raise RequestError("invalid_field", f"{extra[0]}: not a field of an interrupt message",
-                               field=extra[0])
-        heard = payload.get("heard_ms")
-        if heard is not None and (isinstance(heard, bool) or not isinstance(heard, int) or heard < 0):
-            raise RequestError("invalid_field", f"heard_ms: must be a whole number of ms >= 0, got {heard!r}",
-                               field="heard_ms")
-        return InterruptRequest(heard_ms=heard)
-    if kind != "prompt":
-        expected = "prompt, interrupt" if allow_interrupt else "prompt"
-        shown = kind[:40] if isinstance(kind, str) else _kind(kind)
-        raise RequestError("unknown_type", f"type: unknown message type {shown!r}; expected one of {expected}",
-                           field="type")
-    unknown = sorted(set(payload) - _PROMPT_FIELDS)
-    if unknown:
-        raise RequestError("invalid_field", f"{unknown[0]}: not a field of a prompt", field=unknown[0])
-    if "prompt" not in payload:
-        raise RequestError("missing_field", "prompt: is required", field="prompt")
-    prompt = payload["prompt"]
-    if not isinstance(prompt, str):
-        raise RequestError("invalid_field", f"prompt: must be a string, got {_kind(prompt)}", field="prompt")
-    if not prompt.strip():
-        raise RequestError("empty_prompt", "prompt: must not be empty or whitespace", field="prompt")
-    if len(prompt) > max_prompt_chars:
-        message = f"prompt: {len(prompt)} characters is over the limit of {max_prompt_chars}"
-        raise RequestError("prompt_too_long", message, field="prompt")
-    mode = payload.get("mode", "bidi")
-    if mode not in MODES:
-        shown = mode[:40] if isinstance(mode, str) else _kind(mode)
-        raise RequestError("unknown_mode", f"mode: unknown mode {shown!r}; expected one of {', '.join(MODES)}",
-                           field="mode")
-    voice = payload.get("voice")
-    if voice is not None and (not isinstance(voice, str) or not voice or len(voice) > MAX_VOICE_CHARS):
-        message = f"voice: must be a non-empty string of at most {MAX_VOICE_CHARS} characters"
-        raise RequestError("invalid_field", message, field="voice")
-    return PromptRequest(prompt=prompt, mode=mode, voice=voice)
+@server_event("interrupt_sent", registry=AGENT_EVENTS)
+@dataclass(frozen=True, kw_only=True)
+class InterruptSent(AgentEvent):
+    """SSE only: the answer to an interrupt request."""
 
 
-def error_event(code: str, message: str, *, field: str | None = None, turn: int | None = None,
-                t_ms: int | None = None) -> dict[str, Any]:
-    """An ``error`` event; ``turn``/``t_ms`` are present when a turn is running."""
-    event: dict[str, Any] = {"type": "error", "code": code, "message": message}
-    if field is not None:
-        event["field"] = field
-    if turn is not None:
-        event["turn"] = turn
-    event["t_ms"] = 0 if t_ms is None else t_ms
-    return event
+def _plain(value: Any) -> Any:
+    """JSON-ready: a nested dataclass as a dict, a tuple as a list."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, (tuple, list)):
+        return [_plain(item) for item in value]
+    return value
 
 
-def request_error_event(exc: RequestError) -> dict[str, Any]:
-    return error_event(exc.code, exc.message, field=exc.field)
-
-
-def _kind(value: object) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null",
-            int: "number", float: "number"}.get(type(value), type(value).__name__)
+# Events that still leave a turn after its interrupt (all others of the turn are dropped).
+CLOSING_EVENTS: Final = (Interrupted, AgentError, TurnSummary)

@@ -16,6 +16,8 @@ from typing import Any
 
 from voicestream.protocol import WordTime as Word  # the TTS server's words event carries these
 
+from .events import TimedWord, TurnWords
+
 CUT_MARK = " …"  # ends an answer the listener cut short, in the conversation history
 
 
@@ -50,16 +52,16 @@ class HeardWords:
         if found is not None:
             found.words.extend(words)
 
-    def words_event(self, utterance_id: str, words: Iterable[Word]) -> dict[str, Any]:
+    def words_event(self, utterance_id: str, words: Iterable[Word]) -> TurnWords:
         """Record an utterance's words (from the TTS server's ``words`` event, which comes before
         their audio) and return the agent's ``words`` event: times on the turn's audio clock."""
         words = list(words)
         self.words(utterance_id, words)
         offset = self.offset_ms(utterance_id)
-        return {"type": "words", "utterance_id": utterance_id, "words": [
-            {"text": w.text, "start_ms": round(offset + w.start_ms), "end_ms": round(offset + w.end_ms)}
+        return TurnWords(utterance_id=utterance_id, words=tuple(
+            TimedWord(text=w.text, start_ms=round(offset + w.start_ms), end_ms=round(offset + w.end_ms))
             for w in words
-        ]}
+        ))
 
     def offset_ms(self, utterance_id: str) -> float:
         """Where the utterance's audio starts on the turn's clock: known once its first audio came;

@@ -21,8 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 from strands import Agent
 from strands.types.exceptions import ConcurrencyException
@@ -30,15 +29,16 @@ from voicestream.chunker import IncrementalSentenceChunker
 from voicestream.clients.base import TtsSession
 from voicestream.clients.errors import TtsError
 from voicestream.clients.events import AudioChunk, Cancelled, ErrorEvent, TurnEnd, UtteranceEnd, Words
-from voicestream.protocol import NATIVE_SAMPLE_RATE, PCM_BYTES_PER_MS
+from voicestream.protocol import PCM_BYTES_PER_MS
 
-from .events import PromptRequest, error_event
+from .events import (
+    CLOSING_EVENTS, AgentError, AgentEvent, FirstAudio, Interrupted, Sentence, TextDelta, TextEnd, TurnStart, TurnSummary,
+)
 from .heard import HeardWords, trim_history
+from .messages import PromptRequest
 
 log = logging.getLogger(__name__)
 
-SAMPLE_RATE = NATIVE_SAMPLE_RATE  # the TTS server's pcm, passed on unchanged
-BYTES_PER_MS = PCM_BYTES_PER_MS
 # After an interrupt the model and the TTS server get this long to wind down before their
 # tasks are cancelled outright; the client already has its ``interrupted`` event by then.
 STOP_GRACE_S = 3.0
@@ -57,7 +57,7 @@ class Audio:
     t_ms: int
 
 
-TurnItem = dict[str, Any] | Audio
+TurnItem = AgentEvent | Audio
 
 
 class TurnRegistry:
@@ -133,20 +133,18 @@ class Turn:
         self._text_ms: int | None = None
         self._stop_reason: str | None = None
         self._heard = HeardWords()  # the turn's words on its audio clock, for the barge-in
-        self._heard_ms: float | None = None
+        self._heard_ms: int | None = None
         self._first_audio_at: float | None = None
 
     def t_ms(self) -> int:
         return int((time.monotonic() - self._t0) * 1000)
 
-    def _emit(self, event: dict[str, Any]) -> None:
+    def _emit(self, event: AgentEvent) -> None:
         """Queue an event stamped with the turn and its time; after an interrupt only the
         closing events pass."""
-        if self.interrupted and event["type"] not in ("interrupted", "error", "end"):
+        if self.interrupted and not isinstance(event, CLOSING_EVENTS):
             return
-        event.setdefault("turn", self.number)
-        event["t_ms"] = self.t_ms()
-        self._queue.put_nowait(event)
+        self._queue.put_nowait(replace(event, turn=self.number, t_ms=self.t_ms()))
 
     # ---- the caller's side -----------------------------------------------------------------
 
@@ -179,7 +177,7 @@ class Turn:
         self._heard_ms = heard_ms or 0
         self.interrupted = True
         self._stopping.set()
-        self._emit({"type": "interrupted"})
+        self._emit(Interrupted())
         self._cancel_model.set()
         if self._session is not None and not self._tts_dead:
             try:
@@ -203,8 +201,7 @@ class Turn:
     async def _run(self) -> None:
         token = self._registry.start_turn()
         try:
-            self._emit({"type": "start", "mode": self.request.mode, "voice": self._voice,
-                        "format": "pcm_s16le", "sample_rate": SAMPLE_RATE, "channels": 1})
+            self._emit(TurnStart(mode=self.request.mode, voice=self._voice))
             if self._connect_tts is not None:
                 self._tts_task = asyncio.create_task(self._open_tts())
             writer = asyncio.create_task(self._write())
@@ -217,7 +214,7 @@ class Turn:
             raise
         except Exception as exc:  # a bug, not an expected failure: report it, end the turn
             log.exception("turn %d failed", self.number)
-            self._emit(error_event("internal_error", f"{type(exc).__name__}: {exc}"))
+            self._emit(AgentError(code="internal_error", message=f"{type(exc).__name__}: {exc}"))
         finally:
             await self._close_tts()
             self.finished = True
@@ -250,21 +247,21 @@ class Turn:
                 if not isinstance(data, str) or not data or self.interrupted:
                     continue
                 self._text.append(data)
-                self._emit({"type": "text", "text": data})
+                self._emit(TextDelta(text=data))
                 if not batch:
                     for piece in self._chunker.feed(data):
                         await self._speak(piece)
         except ConcurrencyException:
-            self._emit(error_event("busy", "this conversation is already answering another prompt"))
+            self._emit(AgentError(code="busy", message="this conversation is already answering another prompt"))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # Bedrock refusals, throttling, network: the turn ends early
             log.warning("turn %d: model failed: %s", self.number, exc)
-            self._emit(error_event("model_error", f"{type(exc).__name__}: {exc}"[:500]))
+            self._emit(AgentError(code="model_error", message=f"{type(exc).__name__}: {exc}"[:500]))
         if self.interrupted:
             return
         self._text_ms = self.t_ms()
-        self._emit({"type": "text_end", "text": "".join(self._text), "stop_reason": self._stop_reason})
+        self._emit(TextEnd(text="".join(self._text), stop_reason=self._stop_reason))
         pieces = self._chunker.feed("".join(self._text)) if batch else []
         for piece in [*pieces, *self._chunker.flush()]:
             await self._speak(piece)
@@ -296,7 +293,7 @@ class Turn:
 
     async def _speak(self, piece: str) -> None:
         self._sentences += 1
-        self._emit({"type": "sentence", "index": self._sentences, "text": piece})
+        self._emit(Sentence(index=self._sentences, text=piece))
         if self._tts_dead or self.interrupted or self._tts_task is None:
             return
         try:
@@ -319,17 +316,17 @@ class Turn:
                 elif isinstance(event, AudioChunk):
                     if self.interrupted or not event.data:
                         continue
-                    self._heard.audio(event.utterance_id, len(event.data) / BYTES_PER_MS)
+                    self._heard.audio(event.utterance_id, len(event.data) / PCM_BYTES_PER_MS)
                     if self._ttfa_ms is None:
                         self._ttfa_ms = self.t_ms()
                         self._first_audio_at = time.monotonic()
-                        self._emit({"type": "first_audio"})
+                        self._emit(FirstAudio())
                     self._chunks += 1
                     self._audio_bytes += len(event.data)
                     self._queue.put_nowait(Audio(turn=self.number, seq=self._chunks, utterance_id=event.utterance_id,
                                                  data=event.data, t_ms=self.t_ms()))
                 elif isinstance(event, ErrorEvent):
-                    self._emit(error_event("tts_error", f"{event.code}: {event.message}", field=event.field))
+                    self._emit(AgentError(code="tts_error", message=f"{event.code}: {event.message}", field=event.field))
                 elif isinstance(event, (TurnEnd, Cancelled)):
                     return
         except Exception as exc:
@@ -341,7 +338,7 @@ class Turn:
         self._tts_dead = True
         self._tts_error = str(exc) or type(exc).__name__
         log.warning("turn %d: TTS failed: %s", self.number, self._tts_error)
-        self._emit(error_event("tts_failed", f"speech stopped, the text goes on: {self._tts_error}"[:500]))
+        self._emit(AgentError(code="tts_failed", message=f"speech stopped, the text goes on: {self._tts_error}"[:500]))
 
     async def _close_tts(self) -> None:
         if self._reader is not None and not self._reader.done():
@@ -364,19 +361,18 @@ class Turn:
             self._registry.tts_closed()
             self._session = None
 
-    def _end_event(self) -> dict[str, Any]:
-        return {
-            "type": "end",
-            "mode": self.request.mode,
-            "interrupted": self.interrupted,
-            "text_chars": sum(len(t) for t in self._text),
-            "sentences": self._sentences,
-            "audio_chunks": self._chunks,
-            "audio_bytes": self._audio_bytes,
-            "audio_ms": self._audio_bytes // BYTES_PER_MS,
-            "ttfa_ms": self._ttfa_ms,
-            "text_ms": self._text_ms,
-            "tts_ok": self._tts_error is None,
-            "stop_reason": "interrupted" if self.interrupted else self._stop_reason,
-            "heard_ms": self._heard_ms,
-        }
+    def _end_event(self) -> TurnSummary:
+        return TurnSummary(
+            mode=self.request.mode,
+            interrupted=self.interrupted,
+            text_chars=sum(len(t) for t in self._text),
+            sentences=self._sentences,
+            audio_chunks=self._chunks,
+            audio_bytes=self._audio_bytes,
+            audio_ms=self._audio_bytes // PCM_BYTES_PER_MS,
+            ttfa_ms=self._ttfa_ms,
+            text_ms=self._text_ms,
+            tts_ok=self._tts_error is None,
+            stop_reason="interrupted" if self.interrupted else self._stop_reason,
+            heard_ms=self._heard_ms,
+        )

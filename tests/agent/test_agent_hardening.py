@@ -26,7 +26,9 @@ from agent_wire import TurnLog, ws_open, ws_read_turn, ws_read_until_audio, ws_t
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from voice_agent.events import MAX_MESSAGE_BYTES, PromptRequest, RequestError, decode_message, parse_request
+from voicestream.protocol import ProtocolError
+
+from voice_agent.messages import MAX_MESSAGE_BYTES, PromptRequest, decode_message, parse_request
 
 IN_PROCESS_CASES = 1_500
 LIVE_CASES = 300
@@ -70,14 +72,14 @@ def parse(raw: str | bytes) -> Any:
 def test_any_frame_parses_or_is_refused_with_a_request_error(raw: str | bytes) -> None:
     try:
         parse(raw)
-    except RequestError as error:
+    except ProtocolError as error:
         assert error.code in ERROR_CODES and isinstance(error.message, str)
 
 
 def is_prompt(raw: str | bytes) -> bool:
     try:
         return isinstance(parse(raw), PromptRequest)
-    except RequestError:
+    except ProtocolError:
         return False
 
 

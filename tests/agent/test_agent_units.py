@@ -11,9 +11,10 @@ import pytest
 from agent_harness import ANSWER, PIECES, scripted
 from strands import Agent
 from voicestream.clients.events import AudioChunk, Cancelled, TtsEvent, TurnEnd, UtteranceEnd, UtteranceStart
+from voicestream.protocol import ProtocolError
 
 from voice_agent.config import AgentConfig, ConfigError, load_config
-from voice_agent.events import InterruptRequest, Mode, PromptRequest, RequestError, decode_message, parse_request
+from voice_agent.messages import InterruptRequest, Mode, PromptRequest, decode_message, parse_request
 from voice_agent.models import tokenize
 from voice_agent.speaking import Audio, Turn, TurnRegistry
 
@@ -79,7 +80,7 @@ async def run_turn(*, mode: Mode, tts: FakeTts, interrupt_after_audio: int | Non
                 voice="af_heart")
     items: list[Any] = []
     async for item in turn.events():
-        items.append(item)
+        items.append(item if isinstance(item, Audio) else item.to_wire())  # events as a client reads them
         if interrupt_after_audio is not None and sum(isinstance(i, Audio) for i in items) == interrupt_after_audio:
             await turn.interrupt()
     assert registry.snapshot() == {"turns": 0, "tts_sessions": 0}
@@ -130,7 +131,7 @@ def test_interrupt_cancels_the_tts_turn_and_emits_nothing_after() -> None:
     ("hello", "invalid_json", None),
 ])
 def test_parse_request_names_the_problem(payload: object, code: str, field: str | None) -> None:
-    with pytest.raises(RequestError) as caught:
+    with pytest.raises(ProtocolError) as caught:
         parse_request(payload, max_prompt_chars=10, allow_interrupt=True)
     assert (caught.value.code, caught.value.field) == (code, field)
 
@@ -143,12 +144,12 @@ def test_parse_request_accepts_both_shapes() -> None:
     heard = parse_request({"type": "interrupt", "heard_ms": 1250}, max_prompt_chars=10, allow_interrupt=True)
     assert heard == InterruptRequest(heard_ms=1250)
     for bad in (-1, 1.5, "1s", True):
-        with pytest.raises(RequestError) as caught:
+        with pytest.raises(ProtocolError) as caught:
             parse_request({"type": "interrupt", "heard_ms": bad}, max_prompt_chars=10, allow_interrupt=True)
         assert caught.value.field == "heard_ms"
-    with pytest.raises(RequestError):
+    with pytest.raises(ProtocolError):
         parse_request({"type": "interrupt"}, max_prompt_chars=10, allow_interrupt=False)
-    with pytest.raises(RequestError, match="over"):
+    with pytest.raises(ProtocolError, match="over"):
         decode_message(b"{" * 70_000)
 
 

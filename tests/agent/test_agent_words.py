@@ -9,7 +9,7 @@ from typing import Any
 
 from agent_harness import ANSWER, scripted
 from strands import Agent
-from voice_agent.events import PromptRequest
+from voice_agent.messages import PromptRequest
 from voice_agent.heard import CUT_MARK
 from voice_agent.speaking import Audio, Turn, TurnRegistry
 from voicestream.clients import connect_local
@@ -28,7 +28,7 @@ async def run_turn(tts_url: str, *, interrupt_at_word: int | None = None) -> tup
                 registry=TurnRegistry())
     items: list[Any] = []
     async for item in turn.events():
-        items.append(item)
+        items.append(item if isinstance(item, Audio) else item.to_wire())  # events as a client reads them
         if interrupt_at_word is None or turn.interrupted:
             continue
         words = [w for i in items if isinstance(i, dict) and i["type"] == "words" for w in i["words"]]
