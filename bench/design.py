@@ -4,8 +4,8 @@ Part of ``make bench`` (``bench.run`` calls :func:`run` after its main phases; `
 skips it). Three servers on the same model, at most two up at once (an idle one costs no model time):
 
 * ``windowed`` (the default: windowed decoding, deadline-first scheduling),
-* ``one_shot`` (KOKORO_DECODING=one_shot), ``round_robin`` (KOKORO_SCHEDULER=round_robin, and the
-  decoder pace the windowed server measured, so both cut windows alike).
+* ``one_shot``, ``round_robin`` (comparison variants injected by the bench: bench/variants.py;
+  round_robin with the decoder pace the windowed server measured, so both cut windows alike).
 
 Measured:
 
@@ -45,10 +45,10 @@ from .server import ServerProcess
 SHORT = "Start with where the router sits."  # 6 words
 LONG = ("Routers work best in the open, up high and near the middle of your home, because walls, "
         "mirrors and fish tanks all soak up the signal before it reaches the rooms that need it.")  # 35 words
-SERVERS = {
-    "windowed": {},
-    "one_shot": {"KOKORO_DECODING": "one_shot"},
-    "round_robin": {"KOKORO_SCHEDULER": "round_robin"},
+SERVERS: dict[str, tuple[str, ...]] = {  # each server's comparison variants (bench/variants.py)
+    "windowed": (),
+    "one_shot": ("one_shot",),
+    "round_robin": ("round_robin",),
 }
 ARRIVAL_SEED = 16
 
@@ -168,7 +168,7 @@ def run(
     servers: dict[str, ServerProcess] = {}
 
     def start(name: str, extra: dict[str, str]) -> tuple[measure.Target, dict[str, Any]]:
-        server = servers[name] = ServerProcess(python=python, model_dir=model_dir, env={**env, **SERVERS[name], **extra},
+        server = servers[name] = ServerProcess(python=python, model_dir=model_dir, env={**env, **extra}, variants=SERVERS[name],
                                                log_path=log_dir / f"bench-design-{name}.log")
         log(f"design: starting the {name} server")
         status = server.start()  # picks the port: the URL exists only after this

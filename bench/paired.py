@@ -7,11 +7,12 @@ costs no model time), all cut windows at the pace the first one measured, and ea
 runs on every variant before the next pattern, the order rotating, so a host that slows down
 mid-run slows them alike.
 
-A variant is a name and environment settings: a scheduler or grace (``KOKORO_SCHEDULER``,
-``KOKORO_FIRST_AUDIO_S``), or other code (``PYTHONPATH`` pointing at a git worktree's
+A variant is a name and settings: environment settings such as a grace (``KOKORO_FIRST_AUDIO_S``),
+comparison variants the bench injects (``variants=round_robin``, several joined by ``+``:
+bench/variants.py), or other code (``PYTHONPATH`` pointing at a git worktree's
 ``containers/kokoro``, e.g. one with bench/results/overload/wait.patch applied)::
 
-    .venv/bin/python -m bench.paired deadline round_robin:KOKORO_SCHEDULER=round_robin \\
+    .venv/bin/python -m bench.paired deadline round_robin:variants=round_robin \\
         --sessions 2,4,8 --patterns 0,1,2 --out bench/results/overload/round_robin.json
 
 Patterns are bench.design's (pattern 0 is the first of ``make bench``'s three per rung).
@@ -89,8 +90,10 @@ def run(
     try:
         for name, settings in variants.items():
             pinned = {} if pace is None else {"KOKORO_DECODER_PACE": str(pace)}
+            env = dict(settings)
+            injected = tuple(filter(None, env.pop("variants", "").split("+")))
             servers[name] = ServerProcess(python=python, model_dir=model_dir, log_path=log_dir / f"paired-{name}.log",
-                                          env={**os.environ, **settings, **pinned})
+                                          env={**os.environ, **env, **pinned}, variants=injected)
             status = servers[name].start()
             pace = pace if pace is not None else status.get("decoder_pace")
             log(f"{name} up (decoder pace {pace})")

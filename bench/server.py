@@ -6,6 +6,9 @@ Every wait is bounded so a wedged server fails the benchmark instead of hanging 
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,13 +17,28 @@ from voicestream.launch import KokoroProcess, LaunchError
 
 from .measure import BenchError, now
 
+VARIANTS_ENV = "KOKORO_BENCH_VARIANTS"  # bench/variants.py's ENV (that module imports the server)
+
 QUIESCE_TIMEOUT_S = 60.0
 START_TIMEOUT_S = 240.0
 
 
+REPO = Path(__file__).resolve().parents[1]
+
+
 class ServerProcess(KokoroProcess):
     """``python -m kokoro_server serve`` from the Kokoro environment (voicestream.launch), whose
-    failures fail the benchmark."""
+    failures fail the benchmark. ``variants``: comparison variants (bench/variants.py), served by
+    ``bench.variant_server`` around the same server."""
+
+    def __init__(self, *, variants: Iterable[str] = (), **options: Any) -> None:
+        names = ",".join(variants)
+        if names:
+            env = dict(options.pop("env", None) or {})
+            path = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", os.environ.get("PYTHONPATH", ""))]))
+            options["env"] = {**env, VARIANTS_ENV: names, "PYTHONPATH": path}
+            options["module"] = "bench.variant_server"
+        super().__init__(**options)
 
     def start(self, *, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
         try:

@@ -8,8 +8,8 @@ Runs in the Kokoro environment, in one process, so both sides pay the same G2P a
   a torch model directory also kokoro's own ``KPipeline`` over each sentence, ``kpipeline``);
 * ``ours_windowed`` / ``ours_one_shot``: the server's Speech (G2P in its own thread, pipelined
   ahead of the model, deadline scheduler) over the same text, from the first job to the last audio;
-  ``ours_windowed_per_chunk`` starts every sentence's windows small (``KOKORO_DECODING=
-  windowed_per_chunk``) instead of growing them with the audio before, to show what that buys.
+  ``ours_windowed_per_chunk`` starts every sentence's windows small (the bench's
+  ``windowed_per_chunk`` variant, bench/variants.py) instead of growing them with the audio before, to show what that buys.
 
 Every side runs in the same worker thread: on this machine torch on the main thread ran the tiny
 model ~20x slower than in a worker thread (23 s against 1 s for one sentence, load average ~10),
@@ -43,14 +43,14 @@ def paragraph(sentences: int) -> str:
 async def ours(engine, voices, voice: str, text: str, *, windowed: bool, pace: float,
                per_chunk: bool = False) -> tuple[float, float]:
     from kokoro_server.scheduler import Scheduler
-    from kokoro_server.synth import Synthesizer
-
     from voicestream.chunker import iter_sentences
+
+    from .variants import synthesizer_class
 
     scheduler = Scheduler(workers=1)
     await scheduler.start()
-    synth = Synthesizer(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice, windowed=windowed,
-                        per_chunk=per_chunk)
+    variants = ("windowed_per_chunk",) if per_chunk else () if windowed else ("one_shot",)
+    synth = synthesizer_class(variants)(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice)
     synth.phonemizer.phonemize("Warm up.", voice=voice)
     synth.keep_up(pace)  # as the server sizes windows by default (KOKORO_DECODER_PACE=measure)
     try:
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     text = paragraph(args.sentences)
     engine.synthesize("hˈɛlO", model.voices[voice][4], 1.0)  # warm the engine
     from kokoro_server.g2p import Phonemizer
-    from kokoro_server.synth import warm_up_pace
+    from kokoro_server.pace import warm_up_pace
 
     pace = warm_up_pace(engine, Phonemizer(), voice=voice, pack=model.voices[voice])  # once, as the server
     result: dict = {"engine": engine.name, "sentences": args.sentences, "chars": len(text), "pace": round(pace, 4)}

@@ -156,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {"load_average_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
                     "engine": engine.name, "voice": VOICE, "sentences": {}}
     plans = QUICK_PLANS if args.quick else PLANS
-    from kokoro_server.synth import WARM_UP_TEXT, decoder_pace
+    from kokoro_server.pace import WARM_UP_TEXT, decoder_pace
 
     warm = phonemizer.phonemize(WARM_UP_TEXT, voice=VOICE)[0]
     engine.synthesize(warm, style_for(pack, warm), 1.0)

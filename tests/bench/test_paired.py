@@ -8,7 +8,7 @@ from bench.paired import parse_variant, summarize, turns
 
 VARIANTS = {
     "deadline": ("deadline", {}),
-    "round_robin:KOKORO_SCHEDULER=round_robin": ("round_robin", {"KOKORO_SCHEDULER": "round_robin"}),
+    "round_robin:variants=round_robin": ("round_robin", {"variants": "round_robin"}),
     "wait:PYTHONPATH=/tmp/w/containers/kokoro,ADMIT_MARGIN=0.5":
         ("wait", {"PYTHONPATH": "/tmp/w/containers/kokoro", "ADMIT_MARGIN": "0.5"}),
     "grace:KOKORO_FIRST_AUDIO_S=2,": ("grace", {"KOKORO_FIRST_AUDIO_S": "2"}),

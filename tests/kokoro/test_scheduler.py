@@ -1,4 +1,5 @@
-"""The scheduler: deadline-first (or round-robin) across owners, FIFO within one, cancel drops queued work."""
+"""The scheduler: deadline-first across owners, FIFO within one, cancel drops queued work; the round-robin
+variant the bench compares it with (bench/variants.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from bench.variants import RoundRobinScheduler
 from hand_clock import HandClock
 from kokoro_server.scheduler import Scheduler
 
@@ -16,7 +18,7 @@ pytestmark = pytest.mark.kokoro
 
 def test_round_robin_owners_take_turns_and_keep_their_own_order() -> None:
     async def scenario() -> list[str]:
-        scheduler = Scheduler(workers=1, policy="round_robin")
+        scheduler = RoundRobinScheduler(workers=1)
         await scheduler.start()
         ran: list[str] = []
         gate = threading.Event()
@@ -251,9 +253,29 @@ def test_a_first_audio_grace_past_the_slack_is_refused() -> None:
         Scheduler(first_audio_s=-0.1)
 
 
-def test_round_robin_and_deadline_are_the_only_policies() -> None:
-    with pytest.raises(ValueError, match="policy"):
-        Scheduler(policy="lottery")
+def test_the_server_has_no_policy_setting() -> None:
+    """Round-robin is a bench variant (a subclass), not something the server can be set to."""
+    with pytest.raises(TypeError):
+        Scheduler(policy="round_robin")  # type: ignore[call-arg]
+
+
+def test_idle_hooks_run_once_per_burst_before_the_trim_and_a_failing_one_is_contained() -> None:
+    async def scenario() -> list[str]:
+        scheduler = Scheduler(workers=1)
+        ran: list[str] = []
+        scheduler.on_idle(lambda: ran.append("hook"))
+        scheduler.on_idle(lambda: 1 / 0)  # logged; the worker goes on
+        await scheduler.start()
+        for burst in (1, 2):
+            await scheduler.submit("s", lambda: ran.append("job"))
+            for _ in range(200):  # bounded: the worker runs the hooks once the queue is dry
+                if scheduler.trims == burst and scheduler.settled:
+                    break
+                await asyncio.sleep(0.01)
+        await scheduler.stop()
+        return ran
+
+    assert asyncio.run(scenario()) == ["job", "hook", "job", "hook"]
 
 
 def test_an_idle_queue_hands_freed_memory_back_once_per_burst() -> None:
@@ -317,13 +339,13 @@ def test_a_follow_up_queued_in_then_competes_for_the_next_pick(hook, expected) -
     assert asyncio.run(scenario())[1:] == expected
 
 
-@pytest.mark.parametrize("policy", ["deadline", "round_robin"])
+@pytest.mark.parametrize("policy", [Scheduler, RoundRobinScheduler])
 def test_with_two_workers_one_owners_jobs_still_run_one_at_a_time(policy) -> None:
     """Each owner's jobs share a decoder state, so they never overlap, while other owners use the
     second worker."""
 
     async def scenario() -> tuple[dict[str, int], list[str]]:
-        scheduler = Scheduler(workers=2, policy=policy)
+        scheduler = policy(workers=2)
         await scheduler.start()
         lock = threading.Lock()
         running: dict[str, int] = {}

@@ -19,6 +19,7 @@ from bench.audio_metrics import jumps, largest_jump_near, log_mel_distance
 from kokoro_server.engines import WindowPlan, load_engine
 from kokoro_server.model_dir import open_model_dir, style_for
 from kokoro_server.scheduler import Scheduler
+from bench.variants import PerChunkSynthesizer
 from kokoro_server.synth import Synthesizer
 
 pytestmark = pytest.mark.kokoro
@@ -287,12 +288,12 @@ def test_one_sentence_arrives_in_several_pieces_on_both_routes(server) -> None:
 
 # ---- windows grow across a speech's sentences --------------------------------------------------
 
-def _speak(pieces: list[str], **synth_options) -> list[np.ndarray]:
+def _speak(pieces: list[str], make: type[Synthesizer] = Synthesizer, **synth_options) -> list[np.ndarray]:
     async def scenario() -> list[np.ndarray]:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
-        synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE,
-                            **synth_options)
+        synth = make(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE,
+                     **synth_options)
         chunks = [c.synthesis.audio async for c in synth.speech(owner="o", pieces=pieces, voice=VOICE, speed=1.0)]
         await scheduler.stop()
         synth.close()
@@ -313,7 +314,7 @@ def test_a_sentence_after_enough_audio_is_one_window_exactly_as_one_shot() -> No
     again = _speak([LONG, SHORT])  # the text alone decides the windows, not timing
     assert all(np.array_equal(a, b) for a, b in zip(chunks, again, strict=True))
 
-    per_chunk = _speak([LONG, SHORT], per_chunk=True)  # KOKORO_DECODING=windowed_per_chunk
+    per_chunk = _speak([LONG, SHORT], make=PerChunkSynthesizer)  # the bench's windowed_per_chunk variant
     assert len(per_chunk) == len(long_windows) + 2
 
 

@@ -66,9 +66,7 @@ def load(settings: Settings):
 
     def factory(scheduler):
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler,
-                            default_voice=settings.default_voice, windowed=settings.decoding != "one_shot",
-                            per_chunk=settings.decoding == "windowed_per_chunk",
-                            vocab=model.vocab)
+                            default_voice=settings.default_voice, vocab=model.vocab)
         if settings.warmup:
             began = time.perf_counter()
             synth.warm_up()
@@ -76,7 +74,7 @@ def load(settings: Settings):
         pace = settings.decoder_pace
         if pace is None:
             pace = synth.measure_pace() if settings.warmup and synth.plan is not None else 0.0
-        synth.keep_up(pace)
+        synth.keep_up(pace, remeasure=settings.decoder_pace is None)
         if synth.plan is not None:
             log.info("windows keep up with a decoder pace of %.3f s per audio second%s", pace,
                      " (measured)" if settings.decoder_pace is None else "")

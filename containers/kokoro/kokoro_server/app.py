@@ -185,7 +185,7 @@ def create_app(*, settings: Settings, synth_factory) -> Starlette:
         app.state.live = set()  # the live sessions, for /ping's held_bytes_max
         app.state.ready = False
         app.state.draining = False
-        scheduler = Scheduler(workers=1, policy=settings.scheduler, first_audio_s=settings.first_audio_s)
+        scheduler = Scheduler(workers=1, first_audio_s=settings.first_audio_s)
         await scheduler.start()
         app.state.synth = synth_factory(scheduler)
         app.state.ready = True

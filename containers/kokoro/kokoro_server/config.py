@@ -74,8 +74,6 @@ DEFAULT_SEND_TIMEOUT_S = 30.0  # a client that reads nothing for this long while
 # the HTTP requests' shutdown, must fit in that.
 DEFAULT_DRAIN_S = 20.0
 MAX_DRAIN_S = 25.0
-DECODINGS = ("windowed", "windowed_per_chunk", "one_shot")
-SCHEDULERS = ("deadline", "round_robin")
 # A request in the AWS sample's shape whose request_timestamp is older than this is refused
 # (HTTP 408 / an error holding ``request_stale``): SageMaker gives up on an invocation at 60 s.
 DEFAULT_MAX_REQUEST_AGE_S = aws.DEFAULT_MAX_REQUEST_AGE_S
@@ -101,17 +99,13 @@ class Settings:
     drain_s: float = DEFAULT_DRAIN_S
     """SIGTERM: how long utterances in flight may take to finish (then 1001 closes their sessions)."""
     warmup: bool = True
-    decoding: str = "windowed"
-    """windowed: windows that grow with the audio before them in the speech (synth.py);
-    windowed_per_chunk: each chunk's windows start small; one_shot: first audio after the whole chunk."""
-    scheduler: str = "deadline"  # deadline: earliest listener to run dry first; round_robin: owners in turn
     first_audio_s: float = DEFAULT_FIRST_AUDIO_S
     """Deadline scheduling: a new session's first window is due this long after it is asked for, so
     a listener that would run dry sooner goes first (scheduler.DEFAULT_FIRST_AUDIO_S)."""
     decoder_pace: float | None = None
     """Decoder seconds per audio second that windows must keep up with (WindowPlan.pace); None
-    (the default, ``KOKORO_DECODER_PACE=measure``): measured at warm-up (0 without warm-up); 0:
-    growth alone sizes windows."""
+    (the default, ``KOKORO_DECODER_PACE=measure``): measured at warm-up and again when the engine
+    is idle (synth.PaceMeter; 0 without warm-up); 0: growth alone sizes windows."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -130,17 +124,9 @@ class Settings:
         engine = env.get("KOKORO_ENGINE") or None
         if engine not in (None, "torch", "onnx"):
             raise ConfigError(f"KOKORO_ENGINE: expected torch or onnx, got {engine!r}")
-        decoding = env.get("KOKORO_DECODING") or "windowed"
-        if decoding not in DECODINGS:
-            raise ConfigError(f"KOKORO_DECODING: expected {' or '.join(DECODINGS)}, got {decoding!r}")
-        scheduler = env.get("KOKORO_SCHEDULER") or "deadline"
-        if scheduler not in SCHEDULERS:
-            raise ConfigError(f"KOKORO_SCHEDULER: expected {' or '.join(SCHEDULERS)}, got {scheduler!r}")
         return cls(
             model_dir=Path(model_dir),
-            decoding=decoding,
             decoder_pace=_pace(env.get("KOKORO_DECODER_PACE")),
-            scheduler=scheduler,
             first_audio_s=_seconds(env, "KOKORO_FIRST_AUDIO_S", DEFAULT_FIRST_AUDIO_S,
                                    most=DEFAULT_MAX_SLACK_S),
             engine=engine,

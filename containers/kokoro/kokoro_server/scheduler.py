@@ -4,9 +4,7 @@ The model runs one job at a time (a window of frames, or a whole chunk when deco
 off the event loop in a worker thread. Jobs are queued per owner (a WebSocket session or an HTTP
 request), FIFO within an owner, one at a time (its windows share a decoder state). A job's
 ``then`` hook runs as soon as it finished, before the next pick: an owner queues its next window
-there, so that pick weighs it. Which owner goes next:
-
-* ``deadline`` (the default): the owner whose listener runs out of audio first. Each finished job
+there, so that pick weighs it. Which owner goes next: the owner whose listener runs out of audio first. Each finished job
   adds its audio to the owner's account: the listener runs out at ``max(now, runs_out) + audio``.
   An owner with nothing playing is due ``first_audio_s`` after its job was submitted: a session 5 s
   ahead waits for a new session's first window, but one whose listener is about to run dry goes
@@ -19,15 +17,16 @@ there, so that pick weighs it. Which owner goes next:
   session whose windows hold seconds of audio keep ahead. Paired runs
   (bench/results/overload/hybrid-*.json): 4 sessions 0.78 and 2.35 s of stall per audio minute
   against 2.56 and 4.24 s, 8 sessions 36.9 and 46.1 against 49.3 and 59.5 s, none at 2 either
-  way; p95 first audio at 8 about 1 s later.
-* ``round_robin``: owners take turns, one job each, always (the earlier policy, kept for comparison).
+  way; p95 first audio at 8 about 1 s later. (Turns always, the earlier policy, is a bench
+  variant now: bench/variants.py overrides ``_pick``.)
 
 Cancelling an owner drops its queued jobs at once; a job already on the model finishes (torch
 cannot be interrupted) and its result is discarded, so a client that left costs at most one job.
 ``orphaned`` counts those jobs (finished for an owner that had already gone), so the claim is
 measured, not assumed.
 
-When the queue runs dry after work, a worker hands the memory the jobs freed back to the system
+When the queue runs dry after work, a worker runs the idle hooks (``on_idle``: the synthesizer
+re-measures the decoder pace there) and hands the memory the jobs freed back to the system
 (memory.py) before it waits, so an idle server's resident size does not keep its last burst's peak.
 
 Ownership: the engine is used by the worker thread only (``warm_up`` runs before the first job),
@@ -49,7 +48,6 @@ from .memory import release_free_memory
 
 log = logging.getLogger(__name__)
 
-POLICIES = ("deadline", "round_robin")
 DEFAULT_MAX_SLACK_S = 10.0
 DEFAULT_FIRST_AUDIO_S = 0.5
 """How long after its submission a job of an owner with nothing playing is due (KOKORO_FIRST_AUDIO_S).
@@ -76,19 +74,16 @@ class _Owner:
 
 
 class Scheduler:
-    """Deadline-first (or round-robin) across owners, FIFO within an owner, ``workers`` at a time."""
+    """Deadline-first across owners, FIFO within an owner, ``workers`` at a time."""
 
     def __init__(
-        self, *, workers: int = 1, policy: str = "deadline", max_slack_s: float = DEFAULT_MAX_SLACK_S,
+        self, *, workers: int = 1, max_slack_s: float = DEFAULT_MAX_SLACK_S,
         clock: Callable[[], float] = time.monotonic, first_audio_s: float = DEFAULT_FIRST_AUDIO_S,
     ) -> None:
-        if policy not in POLICIES:
-            raise ValueError(f"policy: expected one of {', '.join(POLICIES)}, got {policy!r}")
         if not max_slack_s > 0:
             raise ValueError(f"max_slack_s: must be positive, got {max_slack_s!r}")
         if not 0 <= first_audio_s <= max_slack_s:
             raise ValueError(f"first_audio_s: must be 0..max_slack_s ({max_slack_s}) seconds, got {first_audio_s!r}")
-        self.policy = policy
         self._workers = workers
         self._max_slack_s = max_slack_s
         self._first_audio_s = first_audio_s
@@ -107,6 +102,7 @@ class Scheduler:
         self._trimming = False
         self._in_flight: collections.Counter[Hashable] = collections.Counter()
         self._gone: set[Hashable] = set()
+        self._idle_hooks: list[Callable[[], None]] = []
 
     @property
     def queued(self) -> int:
@@ -156,6 +152,11 @@ class Scheduler:
         state.jobs.append(_Job(owner, fn, future, self._clock(), next(self._seq), audio_s, then))
         self._wakeup.set()
         return future
+
+    def on_idle(self, hook: Callable[[], None]) -> None:
+        """Run ``hook`` in the worker thread each time the queue runs dry after work (before the
+        memory trim); a job queued meanwhile waits for it, so it must be short."""
+        self._idle_hooks.append(hook)
 
     def cancel_owner(self, owner: Hashable) -> int:
         """Drop every queued job of ``owner`` and its audio account; return how many were dropped."""
@@ -229,11 +230,7 @@ class Scheduler:
         ready = [o for o in waiting if not self._in_flight[o]]
         if not ready:
             return None
-        if self.policy == "round_robin" or self._behind(now):
-            owner = next((o for o in self._turns if o in ready), ready[0])
-        else:
-            owner = min(ready, key=lambda o: (self._deadline(self._owners[o], self._owners[o].jobs[0]),
-                                              self._owners[o].jobs[0].seq))
+        owner = self._pick(ready, now)
         if owner in self._turns:
             self._turns.remove(owner)
         state = self._owners[owner]
@@ -241,6 +238,17 @@ class Scheduler:
         if state.jobs and owner not in self._turns:
             self._turns.append(owner)
         return job
+
+    def _pick(self, ready: list[Hashable], now: float) -> Hashable:
+        """Of the owners with a job ready, the one whose job runs next."""
+        if self._behind(now):
+            return self._in_turn(ready)
+        return min(ready, key=lambda o: (self._deadline(self._owners[o], self._owners[o].jobs[0]),
+                                         self._owners[o].jobs[0].seq))
+
+    def _in_turn(self, ready: list[Hashable]) -> Hashable:
+        """The ready owner that asked longest ago (turns: one job each, in order)."""
+        return next((o for o in self._turns if o in ready), ready[0])
 
     def _account(self, job: _Job, result: Any) -> None:
         state = self._owners.get(job.owner)
@@ -267,7 +275,7 @@ class Scheduler:
                     self.trims += 1
                     self._trimming = True
                     try:
-                        await loop.run_in_executor(self._executor, release_free_memory)
+                        await loop.run_in_executor(self._executor, self._when_idle)
                     finally:
                         self._trimming = False
                     continue  # a job may have arrived meanwhile
@@ -292,6 +300,14 @@ class Scheduler:
                 self.running -= 1
                 self.completed += 1
                 self._finished(job.owner)
+
+    def _when_idle(self) -> None:
+        for hook in self._idle_hooks:
+            try:
+                hook()
+            except Exception:  # a failing hook must not stop the worker
+                log.exception("idle hook failed")
+        release_free_memory()
 
     @staticmethod
     def _then(job: _Job, result: Any) -> None:

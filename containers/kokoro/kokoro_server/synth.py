@@ -16,10 +16,13 @@ follows enough audio is one window (up to WindowPlan.continued frames, continued
 other session's job waits), decoded exactly as in one shot, since its listener has that audio to
 hear meanwhile. Only a speech's start pays for small windows (their context frames are decoded
 twice). A speech that starts while its owner's earlier audio still plays (a session's next
-utterance) starts from WindowPlan.carry frames instead of none. The windows depend on the text,
-whether it was carried, whether another session waited when a later chunk was queued (two bits
-of timing), and with KOKORO_DECODER_PACE the decoder pace set or measured at warm-up
-(WindowPlan.pace), nothing else.
+utterance) starts from WindowPlan.carry frames instead of none. Once a chunk's listener has
+enough audio queued to hear while the rest of the chunk is decoded at the decoder pace, the
+windows left are decoded as one (``Synthesizer.ahead``): no more context decoded twice. The
+windows depend on the text, whether it was carried, whether another session waited when a later
+chunk was queued (two bits of timing), and with a decoder pace (WindowPlan.pace: set by
+KOKORO_DECODER_PACE, or measured at warm-up and again when the engine is idle, PaceMeter) the pace
+and the listener's queued audio; with KOKORO_DECODER_PACE=0, on the text and those two bits alone.
 """
 
 from __future__ import annotations
@@ -32,12 +35,14 @@ from dataclasses import dataclass, replace
 from typing import Hashable
 
 import numpy as np
+from voicestream.protocol import NATIVE_SAMPLE_RATE
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 
-from .engines import SAMPLE_RATE, Decoding, Engine, Synthesis, WindowPlan
-from .engines.windows import FRAME_S
+from .engines import Decoding, Engine, Synthesis, WindowPlan
+from .engines.windows import FRAME_S, HEADROOM
 from .g2p import G2PNotes, PhonemeChunk, Phonemizer, chunk_jobs
 from .model_dir import style_for
+from .pace import WARM_UP_TEXT, PaceMeter, warm_up_pace
 from .scheduler import Scheduler
 from .voices import VoiceBook
 from .words import PlacedWord, TextAligner, WordTiming, word_timings
@@ -45,7 +50,6 @@ from .words import PlacedWord, TextAligner, WordTiming, word_timings
 # How many chunks (windows) of one speech may sit finished or queued ahead of its reader. A few
 # keep the model busy across window and sentence boundaries while bounding what a slow reader holds.
 LOOKAHEAD = 3
-WARM_UP_TEXT = "Hello, world."
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,12 +80,11 @@ class Synthesizer:
     def __init__(
         self, *, engine: Engine, voices: dict[str, np.ndarray], scheduler: Scheduler,
         default_voice: str | None = None, windowed: bool = True, plan: WindowPlan | None = None,
-        vocab: Mapping[str, int] | None = None, per_chunk: bool = False,
+        vocab: Mapping[str, int] | None = None,
     ) -> None:
-        """``per_chunk``: every chunk's windows start small, as if nothing came before it
-        (``KOKORO_DECODING=windowed_per_chunk``, for comparison)."""
+        """``windowed=False``: every chunk in one shot (bench/variants.py compares it)."""
         self.engine = engine
-        self.per_chunk = per_chunk
+        self.pace = PaceMeter()
         self.plan = (plan or WindowPlan()) if windowed and getattr(engine, "windowed", False) else None
         self.voices = voices
         self.voice_book = VoiceBook(packs=voices)
@@ -91,6 +94,7 @@ class Synthesizer:
         self.default_voice = default_voice if default_voice in voices else _pick_default(voices)
         # G2P runs in its own thread, beside the model's, so one overlaps the other.
         self._g2p = ThreadPoolExecutor(1, thread_name_prefix="kokoro-g2p")
+        scheduler.on_idle(self._remeasure_pace)
 
     def resolve_voice(self, voice: str | None, *, field: str = "voice") -> str:
         """The voice (or blend, ``af_bella(2)+af_sky(1)``) to speak with; ProtocolError naming ``field``."""
@@ -113,7 +117,7 @@ class Synthesizer:
         ``frames_before``: what the same speech made ahead of this chunk (windows grow with it).
         ``then``: the scheduler's completion hook (Scheduler.submit)."""
         style = style_for(self.voice_book.pack(voice), phonemes)
-        follows = bool(frames_before) and not self.per_chunk  # with per_chunk, every chunk starts small
+        follows = self.follows(frames_before)
         plan = self.plan
         if plan is not None and follows and not self.scheduler.shared(owner):
             plan = plan.alone()  # WindowPlan.continued_alone: no other listener waits behind this chunk
@@ -135,10 +139,14 @@ class Synthesizer:
 
         return self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
 
+    def follows(self, frames_before: int) -> bool:
+        """Whether a chunk's windows grow from the ``frames_before`` its speech made ahead of it."""
+        return bool(frames_before)
+
     def carried_frames(self, owner: Hashable) -> int:
         """Frames a new speech of ``owner`` plans its windows from (WindowPlan.carry): the plan's
         ``carry`` while the owner's listener has at least that much audio queued, else 0."""
-        plan = self.plan  # with per_chunk, submit ignores what came before
+        plan = self.plan
         if plan is None:
             return 0
         return plan.carry if self.scheduler.queued_audio_s(owner) >= plan.carry * FRAME_S else 0
@@ -146,7 +154,10 @@ class Synthesizer:
     def submit_step(
         self, *, owner: Hashable, decoding: Decoding, then: Callable[[TimedSynthesis], None] | None = None,
     ) -> asyncio.Future[TimedSynthesis]:
-        """Queue the next window of a chunk whose first window is done."""
+        """Queue the next window of a chunk whose first window is done; all the windows left as one
+        when the owner's listener is far enough ahead (:meth:`ahead`)."""
+        if self.ahead(owner, decoding):
+            decoding.join_rest()
 
         def run() -> TimedSynthesis:
             started = time.perf_counter()
@@ -155,6 +166,20 @@ class Synthesizer:
                                   decoding=None if decoding.done else decoding)
 
         return self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
+
+    def ahead(self, owner: Hashable, decoding: Decoding) -> bool:
+        """Whether ``owner``'s listener has enough audio queued to hear while the rest of
+        ``decoding`` is decoded in one window: HEADROOM of it covers the rest and its context at
+        the plan's pace. While another owner waits, a joined window is at most ``continued`` frames,
+        as a chunk's first. Without a pace (KOKORO_DECODER_PACE=0) windows never join: the text
+        alone decides them."""
+        plan = self.plan
+        if plan is None or not plan.pace or decoding.remaining <= 1:
+            return False
+        rest = decoding.rest_frames
+        if rest > plan.largest or (rest > plan.continued and self.scheduler.shared(owner)):
+            return False
+        return rest * FRAME_S * plan.pace <= HEADROOM * self.scheduler.queued_audio_s(owner)
 
     def speech(
         self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None,
@@ -176,34 +201,26 @@ class Synthesizer:
         return warm_up_pace(self.engine, self.phonemizer, voice=self.default_voice,
                             pack=self.voice_book.pack(self.default_voice), runs=runs)
 
-    def keep_up(self, pace: float) -> None:
+    def keep_up(self, pace: float, *, remeasure: bool = False) -> None:
         """Size windows so the decoder at ``pace`` keeps ahead of the listener (WindowPlan.pace);
-        before serving: jobs read the plan."""
+        before serving: jobs read the plan. ``remeasure``: ``pace`` was measured, and is measured
+        again when the engine goes idle (PaceMeter), so one busy warm-up does not size every window."""
+        self.pace = PaceMeter(remeasure=remeasure and pace > 0)
+        self.pace.add(pace)
         if self.plan is not None:
             self.plan = replace(self.plan, pace=pace)
+
+    def _remeasure_pace(self) -> None:
+        """The scheduler's idle hook (worker thread, nothing queued): measure the pace again when due."""
+        if self.plan is None or not self.pace.due():
+            return
+        pace = self.pace.add(self.measure_pace(runs=1))
+        self.plan = replace(self.plan, pace=pace)
 
     def close(self) -> None:
         """Drop queued G2P and wait for the one running: spaCy's pipeline is never used by two
         threads, nor torn down under one."""
         self._g2p.shutdown(wait=True, cancel_futures=True)
-
-
-def warm_up_pace(engine: Engine, phonemizer: Phonemizer, *, voice: str, pack: np.ndarray, runs: int = 3) -> float:
-    """``decoder_pace`` on the warm-up sentence: the pace a server measures at warm-up."""
-    chunk = phonemizer.phonemize(WARM_UP_TEXT, voice=voice)[0]
-    return decoder_pace(engine, chunk, style_for(pack, chunk), runs=runs)
-
-
-def decoder_pace(engine: Engine, phonemes: str, style: np.ndarray, *, runs: int = 3) -> float:
-    """The decoder's seconds per second of audio: the median of ``runs`` one-shot decodings of
-    ``phonemes`` (the front excluded; WindowPlan.pace)."""
-    paces = []
-    for _ in range(runs):
-        decoding = engine.begin(phonemes, style, 1.0, plan=None)
-        started = time.perf_counter()
-        audio = decoding.rest()
-        paces.append((time.perf_counter() - started) * SAMPLE_RATE / max(1, audio.size))
-    return float(np.median(paces))
 
 
 def _pick_default(voices: dict[str, np.ndarray]) -> str:
@@ -339,7 +356,7 @@ class Speech:
                 return
             try:
                 chunk = await future
-                offset_ms = round(samples * 1000 / SAMPLE_RATE)
+                offset_ms = round(samples * 1000 / NATIVE_SAMPLE_RATE)
                 samples += len(chunk.synthesis.audio)
                 yield replace(chunk, words=tuple(word.shifted(offset_ms) for word in chunk.words)) if chunk.words else chunk
             finally:

@@ -56,7 +56,8 @@ class KokoroProcess:
 
     def __init__(self, *, model_dir: Path, python: str | Path = sys.executable, log_path: Path | None = None,
                  host: str = "127.0.0.1", port: int = 0, env: Mapping[str, str] | None = None,
-                 stop_signal: int = signal.SIGTERM) -> None:
+                 stop_signal: int = signal.SIGTERM, module: str = "kokoro_server") -> None:
+        self.module = module  # what ``python -m`` runs: the server, or a bench harness around it
         self.model_dir = Path(model_dir)
         self.python = str(python)
         self.log_path = log_path
@@ -89,7 +90,7 @@ class KokoroProcess:
         self.port = self.port or free_port(self.host)
         env = {key: value for key, value in os.environ.items() if key not in _DROPPED_ENV}
         env.update({"PYTHONUNBUFFERED": "1", **self.env})
-        command = [self.python, "-m", "kokoro_server", "serve", "--model-dir", str(self.model_dir),
+        command = [self.python, "-m", self.module, "serve", "--model-dir", str(self.model_dir),
                    "--host", self.host, "--port", str(self.port)]
         began = time.monotonic()
         if self.log_path is None:

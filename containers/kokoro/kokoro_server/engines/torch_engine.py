@@ -8,9 +8,11 @@ architecture from config.json with an empty checkpoint, then load every componen
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 import threading
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -88,6 +90,46 @@ def load_checkpoint_strictly(kmodel: KModel, path: Path) -> None:
         module.load_state_dict(state, strict=True)
 
 
+class SharedSource(torch.nn.Module):
+    """Stands in for the vocoder's harmonic source module (``Generator.m_source``): made once per
+    chunk over all its frames (``make``), each window's decoder call is handed its slice
+    (``using``). Outside ``using`` it runs the original module, so the decoder still works alone."""
+
+    def __init__(self, original: torch.nn.Module, upsample: torch.nn.Module) -> None:
+        super().__init__()
+        self.original = original
+        self.upsample = upsample
+        self._window: torch.Tensor | None = None
+
+    @classmethod
+    def install(cls, generator: torch.nn.Module) -> "SharedSource":
+        shared = cls(generator.m_source, generator.f0_upsamp)
+        generator.m_source = shared
+        return shared
+
+    def make(self, f0: torch.Tensor) -> torch.Tensor:
+        """The harmonic source of a whole chunk: [1, samples, 1], from its F0 curve [1, 2 * frames]."""
+        harmonic, _noise, _uv = self.original(self.upsample(f0[:, None]).transpose(1, 2))
+        return harmonic
+
+    @contextlib.contextmanager
+    def using(self, window: torch.Tensor) -> Iterator[None]:
+        self._window = window
+        try:
+            yield
+        finally:
+            self._window = None
+
+    def forward(self, f0: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        window = self._window
+        if window is None:
+            return self.original(f0)  # type: ignore[no-any-return]
+        if window.shape[1] != f0.shape[1]:
+            raise EngineError(f"harmonic source: {window.shape[1]} samples for an F0 of {f0.shape[1]}")
+        unused = torch.zeros_like(window)
+        return window, unused, unused
+
+
 def _seed(phonemes: str, speed: float) -> int:
     """Kokoro's vocoder draws noise; seeding by input makes the same request give the same samples."""
     return zlib.crc32(f"{speed:.4f}|{phonemes}".encode())
@@ -97,9 +139,10 @@ class TorchEngine:
     """Kokoro on torch: CUDA on ml.g5 (A10G), CPU elsewhere.
 
     ``begin`` runs KModel's front (BERT, durations, alignment, F0 and energy, the text encoder)
-    once per chunk; each ``Decoding.step`` runs ``KModel.decoder`` over one window of frames.
-    Unlike the onnx engine, each window makes its own harmonic source (its sines start at the
-    window's first decoded frame), so seams rely on the context and the crossfade alone.
+    and the vocoder's harmonic source once per chunk, as the onnx engine does; each
+    ``Decoding.step`` runs ``KModel.decoder`` over one window of frames with its slice of that
+    source (:class:`SharedSource`). The windows' sines are then the one-shot render's (no new
+    random phase per window), and no window pays for a source of its own.
     """
 
     name = "torch"
@@ -112,6 +155,7 @@ class TorchEngine:
         kmodel = build_kmodel(model.config)
         load_checkpoint_strictly(kmodel, model.weights)
         self._model = kmodel.to(self.device).eval()
+        self._source = SharedSource.install(self._model.decoder.generator)
         self._lock = threading.Lock()  # one forward at a time, whatever thread calls
 
     def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
@@ -125,16 +169,19 @@ class TorchEngine:
             with self._lock, torch.inference_mode():
                 torch.manual_seed(seed)
                 asr, f0, energy, durations = self._front(phonemes, ref_s, speed)
+                torch.manual_seed(seed)  # the source draws the vocoder's noise, as a one-shot decoder would
+                source = self._source.make(f0)
         except EngineError:
             raise
         except Exception as exc:
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
         decoder_style = ref_s[:, :128]
+        per_frame = source.shape[1] // int(asr.shape[2])
 
         def decode(lo: int, hi: int) -> np.ndarray:
             try:
-                with self._lock, torch.inference_mode():
-                    torch.manual_seed(seed + lo)  # the vocoder draws noise: same input, same samples
+                with self._lock, torch.inference_mode(), self._source.using(source[:, lo * per_frame:hi * per_frame]):
+                    torch.manual_seed(seed + lo)  # any other draw: same input, same samples
                     audio = self._model.decoder(
                         asr[:, :, lo:hi], f0[:, 2 * lo:2 * hi], energy[:, 2 * lo:2 * hi], decoder_style
                     )

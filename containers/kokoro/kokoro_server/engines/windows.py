@@ -282,6 +282,22 @@ class Decoding:
     def remaining(self) -> int:
         return len(self.windows) - self._next
 
+    @property
+    def rest_frames(self) -> int:
+        """Frames the windows left would decode in one window (their own and the context before)."""
+        return 0 if self.done else self.frames - self.windows[self._next].lo
+
+    def join_rest(self) -> bool:
+        """Decode every window left as one (the next ``step`` ends the chunk): its listener has
+        enough audio queued to hear meanwhile, and the joined window decodes no context twice.
+        False when at most one window is left."""
+        with self._lock:
+            if self.remaining <= 1:
+                return False
+            window = self.windows[self._next]
+            self._windows = [*self.windows[:self._next], Window(window.start, self.frames, window.lo, self.frames, 0)]
+            return True
+
     def step(self) -> np.ndarray:
         with self._lock:
             if self.done:
