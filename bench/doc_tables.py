@@ -232,3 +232,23 @@ def frameworks(record: Results) -> list[str]:
                     f"on the {record['server']['device']}; one answer of {record['answer_words']} words, a token every "
                     f"{num(record['token_ms'], 'ms')}; {record['rounds']} interleaved rounds; load average "
                     f"{record['loadavg_before'][0]} before."]
+
+
+def scenario(latest: Results) -> list[str]:
+    sc = latest["scenario"]
+    return [
+        f"The answer: {sc['paragraphs']} paragraphs, {sc['chars']} characters, cut into {sc['tokens']} tokens "
+        f"({num(sc['mean_token_chars'])} characters on average, like LLM tokens) released every "
+        f"{num(sc['token_interval_ms'], 'ms')} after a {num(sc['first_token_ms'], 'ms')} first-token delay:",
+        "",
+        "| event | time after the answer starts |",
+        "|---|---|",
+        f"| first token | {num(sc['first_token_ms'], 'ms')} |",
+        f"| first fragment (the agent's early clause, `early_first_fragment=True`): \"{sc['first_fragment_text']}\" "
+        f"| {num(sc['first_fragment_ms'], 'ms')} |",
+        f"| first sentence (the plain chunker): \"{sc['first_sentence_text']}\" "
+        f"| {num(sc['first_sentence_ms'], 'ms')} |",
+        f"| last token (the answer is complete) | {num(sc['answer_ms'], 'ms')} |",
+        "",
+        f"`bench/results/latest.json`, `scenario` (`{sc['name']}`).",
+    ]

@@ -50,6 +50,7 @@ class Table:
 
 TABLES: tuple[Table, ...] = (
     Table(name="headline", sources=("latest.json", "capacity.json", "codec_quality.json"), render=render.headline),
+    Table(name="scenario", sources=("latest.json",), render=render.scenario),
     Table(name="targets", sources=("latest.json",), render=render.targets),
     Table(name="ttfa", sources=("latest.json",), render=render.ttfa),
     Table(name="arrivals", sources=("latest.json",), render=render.arrivals),
