@@ -25,8 +25,6 @@ from cli.aws import CliError, cli_errors, get_stack, make_target, require_output
 from cli.options import Profile, Region
 from cli.stacks import AGENT_STACK
 
-SAMPLE_RATE = NATIVE_SAMPLE_RATE  # the agent passes the TTS server's pcm on unchanged
-
 
 def sse_events(lines: Iterable[bytes | str]) -> Iterator[dict[str, Any]]:
     """The JSON objects of ``data:`` lines (the agent sends one event per line)."""
@@ -70,7 +68,7 @@ def save_wav(path: Path, pcm: bytes) -> None:
     with wave.open(str(path), "wb") as out:
         out.setnchannels(1)
         out.setsampwidth(2)
-        out.setframerate(SAMPLE_RATE)
+        out.setframerate(NATIVE_SAMPLE_RATE)  # the agent passes the TTS server's pcm on unchanged
         out.writeframes(pcm)
 
 

@@ -42,11 +42,44 @@ def resolve_bedrock_model_id(*, target: AwsTarget, requested: str | None, strict
     return model, source
 
 
+def console_url(region: str) -> str:
+    """The Bedrock console's Model catalog (the "Model access" page is retired: access is automatic
+    for callers allowed to subscribe through AWS Marketplace)."""
+    return f"https://{region}.console.aws.amazon.com/bedrock/home?region={region}#/model-catalog"
+
+
 def access_hint(model: str, region: str) -> str:
-    return (f"Enable {base_model_id(model)} in the Bedrock console, Model access page "
-            f"(https://{region}.console.aws.amazon.com/bedrock/home?region={region}#/modelaccess; "
-            "Anthropic models also need the one-time use-case form), or pass --bedrock-model-id "
-            "with a model this account can use.")
+    return (f"Open {base_model_id(model)} in the Bedrock console's Model catalog ({console_url(region)}) and "
+            "try it in the playground once: for an Anthropic model that shows the one-time use-case form "
+            "(once per account); your identity needs aws-marketplace:Subscribe and ViewSubscriptions, and "
+            "the account a valid payment method. Or pass --bedrock-model-id with a model this account can use.")
+
+
+def check_first_call(*, target: AwsTarget, model: str) -> ToolCheck:
+    """One ConverseStream of one output token with the deployer's credentials, once per deploy.
+
+    The first call to a third-party model subscribes the account (AWS Marketplace), so a deployer
+    allowed to subscribe makes the model usable for the agent role too; otherwise the answer says
+    what is missing before anything is deployed. The deployed agent then skips its own start-up
+    call (BEDROCK_MODEL_CHECKED, agent/voice_agent/model_check.py): one call per deploy, not one
+    per session microVM.
+    """
+    name = "Bedrock first call"
+    try:
+        response = target.client("bedrock-runtime").converse_stream(
+            modelId=model, messages=[{"role": "user", "content": [{"text": "Reply with OK."}]}],
+            inferenceConfig={"maxTokens": 1})
+        for _event in response.get("stream", ()):
+            pass
+    except ClientError as exc:
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        message = str(exc.response.get("Error", {}).get("Message", ""))[:200]
+        if code in ("AccessDeniedException", "ResourceNotFoundException", "ValidationException"):
+            return ToolCheck(name, False, f"{model}: {code}: {message}", access_hint(model, target.region))
+        return ToolCheck(name, True, f"{model}: inconclusive ({code}); deploying anyway")
+    except BotoCoreError as exc:
+        return ToolCheck(name, True, f"{model}: inconclusive ({type(exc).__name__}); deploying anyway")
+    return ToolCheck(name, True, f"{model} answered")
 
 
 def check_model_access(*, target: AwsTarget, model: str) -> ToolCheck:

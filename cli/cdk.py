@@ -14,10 +14,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cli.aws import AwsTarget, CliError
+from infra.defaults import DEFAULT_QUALIFIER, bootstrap_qualifier
 
 CDK_CLI_VERSION = "2.1148.0"
-BOOTSTRAP_QUALIFIER = "hnb659fds"
+BOOTSTRAP_QUALIFIER = bootstrap_qualifier()
+"""cdk.json's @aws-cdk/core:bootstrapQualifier (or CDK's default): the one infra synthesizes with."""
 MIN_NODE_MAJOR = 18
+SUPPORTED_NODE_MAJOR = 22
+"""jsii (aws-cdk-lib for Python) supports Node 22 and 24; older runs, with an end-of-life banner."""
 REPO_ROOT = Path(__file__).resolve().parent.parent
 _VERSION_RE = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
@@ -46,8 +50,9 @@ def _run_quiet(argv: list[str], *, timeout_s: float) -> subprocess.CompletedProc
 
 
 def check_node() -> ToolCheck:
-    """The CDK CLI is a Node.js program: require node >= 18 on PATH."""
-    hint = "Install Node.js 20 LTS or newer (https://nodejs.org) and make sure `node` is on PATH."
+    """The CDK CLI and jsii run on Node.js: require node >= 18, and say so below 22 (jsii no longer
+    supports 20 since 2026-10-30)."""
+    hint = "Install Node.js 22 LTS or newer (https://nodejs.org; jsii no longer supports 20) and put `node` on PATH."
     node = shutil.which("node")
     if not node:
         return ToolCheck("node", False, "node not found on PATH", hint)
@@ -57,7 +62,10 @@ def check_node() -> ToolCheck:
         return ToolCheck("node", False, f"{node} --version failed", hint)
     if found[0] < MIN_NODE_MAJOR:
         return ToolCheck("node", False, f"node {'.'.join(map(str, found))} is too old", hint)
-    return ToolCheck("node", True, f"node {'.'.join(map(str, found))}")
+    shown = ".".join(map(str, found))
+    if found[0] < SUPPORTED_NODE_MAJOR:
+        return ToolCheck("node", True, f"node {shown} (works, but jsii supports only {SUPPORTED_NODE_MAJOR}+: upgrade)")
+    return ToolCheck("node", True, f"node {shown}")
 
 
 def cdk_command() -> list[str]:
@@ -189,11 +197,24 @@ def run_cdk(*, target: AwsTarget, args: list[str], cwd: Path | None = None) -> i
         raise CliError(f"Could not start the CDK CLI ({argv[0]}): {exc}") from exc
 
 
-def cdk_deploy(*, target: AwsTarget, stack: str, context: dict[str, str | int | None]) -> None:
-    """`cdk deploy STACK --require-approval never -c ...`; a failure stops the whole deploy."""
+def bootstrap_command(*, account: str, region: str, profile: str | None) -> str:
+    """The `cdk bootstrap` that creates what the deploys look for, with the qualifier they use."""
+    qualifier = "" if BOOTSTRAP_QUALIFIER == DEFAULT_QUALIFIER else f" --qualifier {BOOTSTRAP_QUALIFIER}"
+    return (f"npx --yes aws-cdk@{CDK_CLI_VERSION} bootstrap aws://{account}/{region}{qualifier}"
+            + (f" --profile {profile}" if profile else ""))
+
+
+def cdk_deploy(*, target: AwsTarget, stack: str, context: dict[str, str | int | None],
+               import_existing: bool = False) -> None:
+    """`cdk deploy STACK --require-approval never -c ...`; a failure stops the whole deploy.
+
+    ``import_existing``: CloudFormation adopts named resources that already exist (the endpoint's
+    log group, which SageMaker created before the stack owned it) instead of failing on them.
+    """
     code = run_cdk(
         target=target,
-        args=["deploy", stack, "--require-approval", "never", *context_args(context)],
+        args=["deploy", stack, "--require-approval", "never", *context_args(context),
+              *(["--import-existing-resources"] if import_existing else [])],
     )
     if code != 0:
         raise CliError(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
 import typer
@@ -14,7 +15,8 @@ from cli.aws import (
     require_outputs,
     stack_outputs,
 )
-from cli.bedrock import check_model_access, resolve_bedrock_model_id
+from cli.aws_checks import check_agentcore_region, check_bedrock_model_id, check_bidi_streaming_region
+from cli.bedrock import check_first_call, check_model_access, resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
 from cli.options import (
     DEFAULT_RUNTIME_NAME, BedrockModelId, DeleteImages, FailOnDiff, JsonOutput, Profile, Region, WaitTimeout, Yes,
@@ -64,6 +66,15 @@ def tts_prerequisites(*, target: AwsTarget) -> tuple[ToolCheck, str | None]:
     return ToolCheck("TTS endpoint", True, f"{endpoint} InService"), endpoint
 
 
+def region_checks(*, target: AwsTarget, model: str) -> list[ToolCheck]:
+    """The Region must offer AgentCore Runtime, the model id, and (probed) bidirectional streaming.
+    The probe is skipped under AWS_ENDPOINT_URL: a stand-in, not the Region, answers then."""
+    checks = [check_agentcore_region(target=target), check_bedrock_model_id(target=target, model=model)]
+    if not os.environ.get("AWS_ENDPOINT_URL"):
+        checks.append(check_bidi_streaming_region(target=target))
+    return checks
+
+
 def wait_for_runtime(*, target: AwsTarget, outputs: dict[str, str], timeout_s: float, interval_s: float = 10) -> dict[str, Any]:
     """Poll the runtime until READY; when the AgentCore API is not reachable, say so and stop."""
     result = poll_until(
@@ -104,8 +115,9 @@ def deploy(
         target, _ = connect(region=region, profile=profile)  # credentials first: a missing login says so
         model, model_source = resolve_bedrock_model_id(target=target, requested=bedrock_model_id, strict=True)
         prereq, endpoint = tts_prerequisites(target=target)
-        ident = run_preflight(target=target, extra=[prereq, check_model_access(target=target, model=model)],
-                              platforms=("linux/arm64",))
+        ident = run_preflight(target=target, extra=region_checks(target=target, model=model) + [
+            prereq, check_model_access(target=target, model=model), check_first_call(target=target, model=model)],
+            platforms=("linux/arm64",))
         context: dict[str, str | int | None] = {"endpointName": endpoint, "bedrockModelId": model}
         err_console().print(
             f"Deploying {AGENT_STACK} to account [bold]{ident['account']}[/] in [bold]{target.region}[/]\n  "

@@ -21,8 +21,12 @@ from cli.bedrock import resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
 from cli.model_cache import sync_model_cache
 from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
+from cli.aws_checks import endpoint_quota
+from cli.tts_context import deployed_context, quota_check, tts_context
 from cli.options import (
+    DEFAULT_MAX_INSTANCES,
     DEFAULT_RUNTIME_NAME,
+    AlarmEmail,
     DeleteImages,
     FailOnDiff,
     target_flags,
@@ -65,30 +69,6 @@ ModelDir = Annotated[
 ]
 ENDPOINT_DONE = {"InService"}
 ENDPOINT_FAILED = {"Failed", "OutOfService", "Deleting", "UpdateRollbackFailed"}
-
-
-def tts_context(
-    *,
-    instance_type: str,
-    engine: Engine,
-    endpoint_name: str,
-    min_instances: int | None,
-    max_instances: int | None,
-    model_revision: str,
-) -> dict[str, str | int | None]:
-    """CDK context for the TTS stacks (validated here, so CDK never sees nonsense)."""
-    if not instance_type.startswith("ml."):
-        raise CliError(f"--instance-type {instance_type!r} is not a SageMaker type.", hint="Use e.g. ml.g5.xlarge.")
-    if min_instances is not None and max_instances is not None and min_instances > max_instances:
-        raise CliError(f"--min-instances {min_instances} is larger than --max-instances {max_instances}.")
-    return {
-        "instanceType": instance_type,
-        "engine": engine.value,
-        "endpointName": endpoint_name,
-        "minInstances": min_instances,
-        "maxInstances": max_instances,
-        "modelRevision": model_revision,
-    }
 
 
 def _model_source_check(source: ModelSource) -> ToolCheck:
@@ -141,19 +121,20 @@ def deploy_endpoint_stack(*, target: AwsTarget, context: dict[str, str | int | N
     endpoint, instance_type = str(context["endpointName"]), str(context["instanceType"])
     released = release_for_instance_change(target=target, endpoint=endpoint, instance_type=instance_type)
     if released is None:
-        cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
+        cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context, import_existing=True)
         return
     console.print(f"Instance type {released.old_type} -> {released.new_type}: autoscaling of {endpoint} "
                   f"deregistered first (policies {', '.join(released.policies) or 'none'}), as SageMaker "
                   "refuses to change the instance type of an autoscaled variant", markup=False)
     try:
-        cdk_deploy(target=target, stack=ENDPOINT_STACK, context={**context, AUTOSCALING_KEY: "false"})
+        cdk_deploy(target=target, stack=ENDPOINT_STACK, context={**context, AUTOSCALING_KEY: "false"},
+                   import_existing=True)
     except CliError:
         for line in restore_from_stack(target=target, stack=ENDPOINT_STACK, endpoint=endpoint):
             console.print(f"Autoscaling restored as before: {line}", markup=False)
         raise
     console.print(f"Endpoint on {instance_type}; adding autoscaling back", markup=False)
-    cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context)
+    cdk_deploy(target=target, stack=ENDPOINT_STACK, context=context, import_existing=True)
 
 
 @app.command()
@@ -165,6 +146,7 @@ def deploy(
     max_instances: MaxInstances = None,
     model_dir: ModelDir = None,
     model_revision: ModelRevision = DEFAULT_REVISION,
+    alarm_email: AlarmEmail = None,
     yes: Yes = False,
     wait_timeout: WaitTimeout = 3600,
     region: Region = None,
@@ -179,12 +161,14 @@ def deploy(
             min_instances=min_instances,
             max_instances=max_instances,
             model_revision=model_revision,
+            alarm_email=alarm_email,
         )
         target = make_target(profile=profile, region=region)
         source: ModelSource = (
             LocalDirSource(model_dir) if model_dir else HuggingFaceSource(MODEL_REPO_ID, model_revision)
         )
-        ident = run_preflight(target=target, extra=[_model_source_check(source)], platforms=("linux/amd64",))
+        ident = run_preflight(target=target, extra=[_model_source_check(source), quota_check(target, context)],
+                              platforms=("linux/amd64",))
         # The foundation is redeployed too: keep the Bedrock grant the agent's deploy chose.
         context["bedrockModelId"], model_source = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         console = err_console()
@@ -221,6 +205,8 @@ def deploy(
         flags = target_flags(region, profile)
         out = out_console()
         out.print(f"[green]Endpoint {outputs['EndpointName']} is InService[/] (total {steps.elapsed()}).")
+        if alarm_email:
+            out.print(f"Alarms mail {alarm_email} once the address follows the link in SNS's confirmation mail.")
         out.print(f"Next: deploy-tts status{flags}")
         out.print(f"      deploy-tts say --help{flags}")
         out.print(f"      deploy-agent deploy{flags}   (the voice agent that speaks through this endpoint)")
@@ -234,6 +220,11 @@ def diff(
     min_instances: MinInstances = None,
     max_instances: MaxInstances = None,
     model_revision: ModelRevision = DEFAULT_REVISION,
+    alarm_email: AlarmEmail = None,
+    deployed: Annotated[
+        bool, typer.Option("--deployed", help="Diff with the context the deployed stacks were deployed with "
+                           "(the Endpoint stack's DeployContext output) instead of these flags: what CI runs.")
+    ] = False,
     fail: FailOnDiff = False,
     region: Region = None,
     profile: Profile = None,
@@ -247,8 +238,16 @@ def diff(
             min_instances=min_instances,
             max_instances=max_instances,
             model_revision=model_revision,
+            alarm_email=alarm_email,
         )
         target, _ = connect(region=region, profile=profile)
+        if deployed:
+            found = deployed_context(target)
+            if found is None:
+                err_console().print(f"{ENDPOINT_STACK} has no DeployContext output (not deployed, or deployed by an "
+                                    "older CLI): diffing with the flags' context instead", markup=False)
+            else:
+                context = {**dict.fromkeys(context), **found}
         context["bedrockModelId"], _ = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         code = cdk_diff(target=target, stacks=list(TTS_STACKS), context=context, fail=fail)
     raise typer.Exit(code=code)
@@ -289,18 +288,29 @@ def plan(
     sessions_per_instance: Annotated[
         int | None,
         typer.Option("--sessions-per-instance",
-                     help="Your own measured capacity of one instance (default: bench/results' figure)."),
+                     help="Your own measured capacity of one instance (default: bench/results' figure, else "
+                     "for ml.g5.xlarge the stack's labelled estimate)."),
     ] = None,
+    max_instances: Annotated[int, typer.Option("--max-instances", min=1, help="The maxInstances to check "
+                                               "against (default: cdk.json's).")] = DEFAULT_MAX_INSTANCES,
     as_json: JsonOutput = False,
+    region: Annotated[str | None, typer.Option("--region", help="Read the account's instance quota in this "
+                                               "Region (default: offline, no quota check).")] = None,
+    profile: Profile = None,
 ) -> None:
-    """Instances, scaling target and hourly cost for N sessions, from measured capacity."""
+    """Instances, scaling target and hourly cost for N sessions; checked against maxInstances and the quota."""
     with cli_errors():
         capacity = resolve_capacity(instance_type, sessions_per_instance)
-        result = make_plan(sessions=sessions, instance_type=instance_type, capacity=capacity, prices=load_prices())
+        quota = None
+        if region or profile:
+            found = endpoint_quota(target=make_target(profile=profile, region=region), instance_type=instance_type)
+            quota = found.value if found else 0
+        result = make_plan(sessions=sessions, instance_type=instance_type, capacity=capacity, prices=load_prices(),
+                           max_instances=max_instances, quota=quota)
         if as_json:
             print(json.dumps(result.to_json(), indent=2))
         else:
-            out_console().print(render_plan_text(result))
+            out_console().print(render_plan_text(result), markup=False, highlight=False)
 
 
 @app.command()
@@ -333,11 +343,13 @@ def teardown(
                 hint=f"Run `deploy-agent teardown{target_flags(region, profile)}` first.",
             )
         endpoint = stack_outputs(get_stack(cfn, ENDPOINT_STACK)).get("EndpointName") or DEFAULT_ENDPOINT_NAME
+        # The runtime name the foundation's agent role was scoped to (deploy-agent may have used another).
+        runtime = stack_outputs(get_stack(cfn, FOUNDATION_STACK)).get("AgentRuntimeName") or DEFAULT_RUNTIME_NAME
         teardown_stacks(
             target=target, delete_order=order, empty_buckets_of=[MODEL_CACHE_STACK],
             app_stacks=[*TTS_STACKS, AGENT_STACK], with_images=delete_images or all_stacks, yes=yes, ask=confirm,
             timeout_s=wait_timeout, remove_buckets=everything,
-            log_groups=[endpoint_log_group(endpoint), runtime_log_groups(DEFAULT_RUNTIME_NAME)] if all_stacks else [],
+            log_groups=[endpoint_log_group(endpoint), runtime_log_groups(runtime)] if all_stacks else [],
         )
         if keep_model_cache:
             err_console().print(f"Kept {MODEL_CACHE_STACK} and {FOUNDATION_STACK} (--keep-model-cache).")

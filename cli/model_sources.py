@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cli.aws import CliError
+from infra.defaults import MODEL_REPO_ID as MODEL_REPO_ID  # named once, in infra/defaults.py
 from infra.defaults import shared_defaults
 
-MODEL_REPO_ID = "hexgrad/Kokoro-82M"
 MODEL_REVISION: str = shared_defaults()["modelRevision"]
 MODEL_FILES = ("config.json", "kokoro-v1_0.pth", "voices/*.pt")
 HF_ENDPOINT = "https://huggingface.co"

@@ -73,3 +73,10 @@ DeleteImages = Annotated[
     bool, typer.Option("--delete-images", help="Also delete from ECR the CDK asset images of the stacks it deletes."),
 ]
 FailOnDiff = Annotated[bool, typer.Option("--fail", help="Exit non-zero when there are differences.")]
+AlarmEmail = Annotated[
+    str | None,
+    typer.Option("--alarm-email", help="Subscribe this address to the endpoint's alarm topic (SNS mails a "
+                 "confirmation link first; cdk context alarmEmail)."),
+]
+DEFAULT_MIN_INSTANCES: int = shared_defaults()["minInstances"]
+DEFAULT_MAX_INSTANCES: int = shared_defaults()["maxInstances"]

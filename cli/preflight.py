@@ -16,8 +16,8 @@ from rich.table import Table
 from cli.aws import AwsTarget, CliError, caller_identity, describe_error, get_stack, is_client_error
 from cli.cdk import (
     BOOTSTRAP_QUALIFIER,
-    CDK_CLI_VERSION,
     ToolCheck,
+    bootstrap_command,
     check_build_platforms,
     check_cdk_cli,
     check_docker,
@@ -30,12 +30,10 @@ BOOTSTRAP_STACK = "CDKToolkit"
 
 
 def check_bootstrap(*, target: AwsTarget, account: str) -> ToolCheck:
-    """CDK needs its bootstrap resources (asset bucket + ECR repo) in this account/region."""
-    hint = (
-        f"Bootstrap once per account/region: npx --yes aws-cdk@{CDK_CLI_VERSION} bootstrap "
-        f"aws://{account}/{target.region}"
-        + (f" --profile {target.profile}" if target.profile else "")
-    )
+    """CDK needs its bootstrap resources (asset bucket + ECR repo) in this account/region, made with
+    the qualifier the stacks synthesize with (cdk.json's, read by infra/defaults.py for both)."""
+    hint = ("Bootstrap once per account/region (qualifier from cdk.json): "
+            + bootstrap_command(account=account, region=target.region, profile=target.profile))
     try:
         param = target.client("ssm").get_parameter(Name=BOOTSTRAP_PARAM)["Parameter"]
         return ToolCheck("CDK bootstrap", True, f"version {param.get('Value', '?')} ({BOOTSTRAP_PARAM})")

@@ -13,5 +13,5 @@ ALL_STACKS = (*TTS_STACKS, AGENT_STACK)
 FOUNDATION_OUTPUTS = ("SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId",
                       "AgentRuntimeName")
 MODEL_CACHE_OUTPUTS = ("BucketName", "ModelPrefix", "LogBucketName")
-ENDPOINT_OUTPUTS = ("EndpointName", "ModelName", "AlarmTopicArn")
+ENDPOINT_OUTPUTS = ("EndpointName", "ModelName", "AlarmTopicArn", "DeployContext")
 AGENT_OUTPUTS = ("RuntimeArn", "RuntimeId", "RuntimeName")

@@ -46,6 +46,9 @@ class AgentRuntimeStack(Stack):
                 # Explicit: with no credentials or no model access the agent fails at start
                 # instead of answering with the offline scripted model.
                 "AGENT_MODEL": "bedrock",
+                # deploy-agent calls the model once per deploy (cli/bedrock.py): no billed call
+                # and no added cold start in every session's microVM.
+                "BEDROCK_MODEL_CHECKED": "deploy-agent",
                 # Explicit so boto3 in the container never depends on the host's defaults.
                 "AWS_REGION": region,
                 "AWS_DEFAULT_REGION": region,

@@ -32,10 +32,27 @@ UNMEASURED_TARGET: Final = 8
 the stack carried before capacity was measured. An estimate, not a measurement."""
 
 
+ESTIMATED_FOR: Final = ("ml.g5.xlarge",)
+"""Instance types `deploy-tts plan` may plan from the estimate below (the default type only)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Capacity:
     sessions: int
     source: str  # the file (and run) the figure comes from, or "--sessions-per-instance"
+    measured: bool = True
+
+
+def estimated_capacity(instance_type: str) -> Capacity | None:
+    """The estimate behind :data:`UNMEASURED_TARGET`, as a capacity: the smallest whose target is
+    that figure. Offered for :data:`ESTIMATED_FOR` only, and always labelled an estimate."""
+    if instance_type not in ESTIMATED_FOR:
+        return None
+    sessions = math.ceil(UNMEASURED_TARGET / HEADROOM)
+    return Capacity(sessions=sessions, measured=False,
+                    source=(f"ESTIMATE, not measured: the figure behind the stack's unmeasured scaling target "
+                            f"{UNMEASURED_TARGET} (infra/capacity.py); measure with `python -m bench.capacity "
+                            f"--instance-type {instance_type}` on one"))
 
 
 @dataclass(frozen=True, kw_only=True)

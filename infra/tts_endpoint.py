@@ -10,6 +10,7 @@ is kept (RetainAllVariantProperties).
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
 from aws_cdk import Annotations, CfnOutput, Duration, Stack
@@ -124,8 +125,23 @@ class TtsEndpointStack(Stack):
                   description="SageMaker endpoint serving Kokoro TTS")
         CfnOutput(self, "ModelName", value=self.model.attr_model_name,
                   description="SageMaker model behind the endpoint")
+        # What this template was synthesized with: `deploy-tts diff --deployed` (and CI) diffs with it.
+        CfnOutput(self, "DeployContext", value=json.dumps(self.deploy_context(settings), sort_keys=True),
+                  description="CDK context of this deploy (deploy-tts diff --deployed reads it)")
         CfnOutput(self, "AlarmTopicArn", value=self.observability.topic.topic_arn,
                   description="SNS topic every alarm of the endpoint notifies")
+
+    @staticmethod
+    def deploy_context(settings: Settings) -> dict[str, str | int]:
+        """The context keys deploy-tts passes, as this stack received them."""
+        context: dict[str, str | int] = {
+            "instanceType": settings.instance_type, "engine": settings.engine,
+            "endpointName": settings.endpoint_name, "minInstances": settings.min_instances,
+            "maxInstances": settings.max_instances, "modelRevision": settings.model_revision,
+        }
+        if settings.alarm_email:
+            context["alarmEmail"] = settings.alarm_email
+        return context
 
     def _deployment_config(self, settings: Settings) -> sagemaker.CfnEndpoint.DeploymentConfigProperty:
         """Rolling, half the fleet per batch, rolled back batch by batch when an alarm fires."""

@@ -5,12 +5,17 @@ may not call must stop the process with a message naming what is missing, never 
 offline scripted model. The check is one ConverseStream of one output token (the permission the
 agent role already has, bedrock:InvokeModelWithResponseStream); errors that say nothing about
 access (throttling, a 5xx, no network) are logged and serving goes on.
+
+Deployed, `deploy-agent` makes that call once per deploy (cli/bedrock.py, check_first_call) and the
+stack sets BEDROCK_MODEL_CHECKED: AgentCore starts one microVM per session, and a billed call plus
+its latency in every session's start would buy nothing the deploy did not already learn.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+import os
+from typing import Any, Final
 
 from .config import AgentConfig, ConfigError
 
@@ -18,8 +23,9 @@ log = logging.getLogger("voice_agent")
 
 # Bedrock's answers that mean "this model will never answer this caller" (not transient).
 _FATAL = {
-    "AccessDeniedException": "no access to the model: enable it on the Bedrock console's Model access page "
-                             "and allow bedrock:InvokeModelWithResponseStream on it for this role",
+    "AccessDeniedException": "no access to the model: open it once in the Bedrock console's Model catalog "
+                             "(Anthropic: the one-time use-case form), and allow bedrock:InvokeModelWithResponseStream "
+                             "and the aws-marketplace Subscribe/ViewSubscriptions actions for this role",
     "ResourceNotFoundException": "the model id does not exist in this Region",
     "ValidationException": "Bedrock refused the model id",
     "UnrecognizedClientException": "the AWS credentials were rejected",
@@ -27,10 +33,18 @@ _FATAL = {
 }
 
 
+CHECKED_ENV: Final = "BEDROCK_MODEL_CHECKED"
+"""Set by the runtime stack (value: who checked, "deploy-agent"): skip the start-up call."""
+
+
 def check_bedrock_model(config: AgentConfig, *, client: Any = None) -> None:
     """Raise :class:`ConfigError` when ``config``'s Bedrock model cannot answer this caller."""
     from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
+    if os.environ.get(CHECKED_ENV):
+        log.info("Bedrock model %s checked by %s at deploy time; no start-up call", config.model_id,
+                 os.environ[CHECKED_ENV])
+        return
     if client is None:
         import boto3
 

@@ -49,7 +49,7 @@ def test_no_model_access_names_the_model_and_the_fix() -> None:
         check_bedrock_model(_bedrock_config(), client=client)
     text = str(raised.value)
     assert "BEDROCK_MODEL_ID=eu.anthropic.claude-haiku-4-5-20251001-v1:0 in eu-west-1" in text
-    assert "Model access page" in text and "AccessDeniedException" in text
+    assert "Model catalog" in text and "AccessDeniedException" in text
 
 
 def test_a_transient_error_does_not_stop_the_agent() -> None:

@@ -111,7 +111,8 @@ def foundation_model(region: str = "us-east-1") -> str | None:
     return {o["OutputKey"]: o["OutputValue"] for o in stack.get("Outputs", [])}.get("BedrockModelId")
 
 
-def deploy_foundation(region: str = "us-east-1", *, bedrock_model_id: str = DEFAULT_MODEL) -> None:
+def deploy_foundation(region: str = "us-east-1", *, bedrock_model_id: str = DEFAULT_MODEL,
+                      runtime_name: str | None = None) -> None:
     create_stack(
         "KokoroTtsFoundation",
         region=region,
@@ -120,6 +121,7 @@ def deploy_foundation(region: str = "us-east-1", *, bedrock_model_id: str = DEFA
             "AgentRuntimeRoleArn": f"arn:aws:iam::{ACCOUNT}:role/kokoro-agent",
             "InvokePolicyArn": f"arn:aws:iam::{ACCOUNT}:policy/kokoro-invoke",
             "BedrockModelId": bedrock_model_id,
+            **({"AgentRuntimeName": runtime_name} if runtime_name else {}),
         },
     )
 

@@ -78,11 +78,15 @@ def test_deploy_reports_every_missing_piece(aws, fake_tools, tmp_path: Path) -> 
 def test_deploy_tts_end_to_end(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     put_bootstrap_param()
     model = make_model_dir(tmp_path / "model")
-    result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(model), "--engine", "onnx", "--max-instances", "2"])
+    result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(model), "--engine", "onnx", "--max-instances", "2",
+                                            "--alarm-email", "ops@example.com"])
     assert result.exit_code == 0, result.output
     calls = fake_tools.calls()
     deployed = [c["argv"][c["argv"].index("deploy") + 1] for c in calls if "deploy" in c["argv"]]
     assert deployed == ["KokoroTtsFoundation", "KokoroTtsModelCache", "KokoroTtsEndpoint"]
+    # Only the endpoint stack adopts what exists already (the log group SageMaker may have made).
+    assert ["--import-existing-resources" in c["argv"] for c in calls] == [False, False, True]
+    assert "instance quota" in result.output  # checked before any CloudFormation (moto: not checked)
     argv = calls[-1]["argv"]
     assert argv[:2] == ["--yes", "aws-cdk@2.1148.0"]
     assert argv[3:6] == ["KokoroTtsEndpoint", "--require-approval", "never"]
@@ -92,6 +96,7 @@ def test_deploy_tts_end_to_end(aws, fake_tools, tmp_path: Path) -> None:  # type
         "endpointName=kokoro-tts",
         "maxInstances=2",
         f"modelRevision={REVISION}",
+        "alarmEmail=ops@example.com",
     ):
         assert argv[argv.index(pair) - 1] == "-c"
     assert not any(a.startswith("minInstances=") for a in argv)  # unset: the infra's default applies
@@ -159,6 +164,23 @@ def test_diff_passes_the_cdk_exit_code_through(aws, fake_tools, monkeypatch) -> 
     agent = runner.invoke(deploy_agent.app, ["diff"])
     assert agent.exit_code == 0
     assert fake_tools.calls()[-1]["argv"][2:4] == ["diff", "KokoroAgentRuntime"]
+
+
+def test_diff_deployed_uses_the_context_the_endpoint_was_deployed_with(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
+    """CI's diff: the Endpoint stack's DeployContext output, not cdk.json's defaults."""
+    import json
+
+    from clitest_support import create_stack
+
+    deployed = {"instanceType": "ml.g5.2xlarge", "engine": "torch", "endpointName": "voice-prod",
+                "minInstances": 2, "maxInstances": 4, "modelRevision": REVISION}
+    create_stack("KokoroTtsEndpoint", resources={"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}},
+                 outputs={"EndpointName": "voice-prod", "DeployContext": json.dumps(deployed)})
+    result = runner.invoke(deploy_tts.app, ["diff", "--deployed"])
+    assert result.exit_code == 0, result.output
+    argv = fake_tools.calls()[-1]["argv"]
+    for pair in ("instanceType=ml.g5.2xlarge", "endpointName=voice-prod", "minInstances=2", "maxInstances=4"):
+        assert argv[argv.index(pair) - 1] == "-c"
 
 
 def test_diff_without_node_explains(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]

@@ -154,5 +154,6 @@ def test_model_access_check_says_how_to_enable_the_model(aws) -> None:  # type: 
         granted = check_model_access(target=target, model="amazon.nova-lite-v1:0")
     assert not denied.ok
     assert "authorization NOT_AUTHORIZED, entitlement NOT_AVAILABLE, agreement PENDING" in denied.detail
-    assert "Model access page" in denied.hint and "region=us-east-1#/modelaccess" in denied.hint
+    # The "Model access" page is retired: the hint names the Model catalog and what access needs now.
+    assert "Model catalog" in denied.hint and "region=us-east-1#/model-catalog" in denied.hint
     assert granted.ok and granted.detail == "amazon.nova-lite-v1:0: available"

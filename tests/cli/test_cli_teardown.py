@@ -183,6 +183,19 @@ def test_teardown_all_leaves_nothing_behind(aws) -> None:  # type: ignore[no-unt
         assert line in result.output, line
 
 
+def test_teardown_all_finds_runtime_log_groups_under_the_deployed_runtime_name(aws) -> None:  # type: ignore[no-untyped-def]
+    """The foundation's AgentRuntimeName output names the runtime, whatever agentRuntimeName was."""
+    deploy_foundation(runtime_name="voice_prod")
+    logs = session().client("logs")
+    for group in ("/aws/bedrock-agentcore/runtimes/voice_prod-Zx9-DEFAULT",
+                  "/aws/bedrock-agentcore/runtimes/other_agent-Q1-DEFAULT"):
+        logs.create_log_group(logGroupName=group)
+    result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
+    assert result.exit_code == 0, result.output
+    left = {g["logGroupName"] for g in logs.describe_log_groups()["logGroups"]}
+    assert left == {"/aws/bedrock-agentcore/runtimes/other_agent-Q1-DEFAULT"}
+
+
 def test_keep_model_cache_keeps_the_cache_and_removes_the_rest(aws) -> None:  # type: ignore[no-untyped-def]
     deploy_foundation()
     deploy_model_cache()

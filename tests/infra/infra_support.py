@@ -13,7 +13,9 @@ from typing import Any
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 from infra.app import KokoroApp, build_app  # noqa: E402  (after the jsii environment setting)
+from infra.defaults import shared_defaults  # noqa: E402
 
+MODEL_PREFIX = f"models/kokoro-82m/{shared_defaults()['modelRevision']}/"  # cdk.json pins the revision
 STACK_NAMES = ("KokoroTtsFoundation", "KokoroTtsModelCache", "KokoroTtsEndpoint", "KokoroAgentRuntime")
 CONCRETE_ENV: Mapping[str, str] = {"CDK_DEFAULT_ACCOUNT": "123456789012", "CDK_DEFAULT_REGION": "us-west-2"}
 OVERRIDES: Mapping[str, Any] = {

@@ -28,6 +28,7 @@ def test_runtime_environment(default_synth: Synthesized) -> None:
         "TTS_ENDPOINT_NAME": "kokoro-tts",
         "BEDROCK_MODEL_ID": "us.anthropic.claude-haiku-4-5-20251001-v1:0",
         "AGENT_MODEL": "bedrock",  # never the offline scripted model in AWS
+        "BEDROCK_MODEL_CHECKED": "deploy-agent",  # one model call per deploy, none per session
         "AWS_REGION": "${AWS::Region}",
         "AWS_DEFAULT_REGION": "${AWS::Region}",
     }

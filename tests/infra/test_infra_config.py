@@ -30,8 +30,8 @@ def test_defaults() -> None:
     assert config.endpoint_name == "kokoro-tts"
     assert (config.min_instances, config.max_instances) == (1, 2)
     assert config.startup_health_check_timeout_seconds == 600
-    assert config.model_revision == "f3ff3571791e39611d31c381e3a41a3af07b4987"
-    assert config.model_prefix == "models/kokoro-82m/f3ff3571791e39611d31c381e3a41a3af07b4987/"
+    assert config.model_revision == DEFAULTS["modelRevision"]  # cdk.json pins it: one definition
+    assert config.model_prefix == f"models/kokoro-82m/{config.model_revision}/"
     assert config.agent_runtime_name == "kokoro_voice_agent"
     assert config.bedrock_geo == "us"
     assert config.bedrock_foundation_model == "anthropic.claude-haiku-4-5-20251001-v1:0"

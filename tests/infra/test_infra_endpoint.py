@@ -6,11 +6,11 @@ from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
-from infra_support import Synthesized, render
+from infra_support import MODEL_PREFIX, Synthesized, render
 
 from infra.defaults import REPO_ROOT
 
-PREFIX = "models/kokoro-82m/f3ff3571791e39611d31c381e3a41a3af07b4987/"
+PREFIX = MODEL_PREFIX
 
 
 def _template(synth: Synthesized) -> Template:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from infra.iam_audit import STAR_RESOURCE_ALLOWED, audit_template, iter_policy_documents
-from infra_support import Synthesized, grants, render, role_statements
+from infra_support import MODEL_PREFIX, Synthesized, grants, render, role_statements
 
 P, R, A = "${AWS::Partition}", "${AWS::Region}", "${AWS::AccountId}"
 ENDPOINT_ARN = f"arn:{P}:sagemaker:{R}:{A}:endpoint/kokoro-tts"
@@ -122,7 +122,7 @@ def test_agent_role_trust_is_scoped_to_this_runtime(default_synth: Synthesized) 
 def test_sagemaker_role_exact_grants(default_synth: Synthesized) -> None:
     granted = grants(role_statements(default_synth.templates, "KokoroTtsFoundation", "SageMakerExecutionRole"))
     log_group = f"arn:{P}:logs:{R}:{A}:log-group:/aws/sagemaker/Endpoints/kokoro-tts"
-    prefix = "models/kokoro-82m/f3ff3571791e39611d31c381e3a41a3af07b4987/"
+    prefix = MODEL_PREFIX
     assert granted == {
         "ecr:BatchCheckLayerAvailability": {ASSET_REPO},
         "ecr:BatchGetImage": {ASSET_REPO},

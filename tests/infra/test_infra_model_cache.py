@@ -6,7 +6,7 @@ from typing import Any
 
 from aws_cdk.assertions import Match, Template
 
-from infra_support import Synthesized, render
+from infra_support import MODEL_PREFIX, Synthesized, render
 
 BLOCK_ALL = {"BlockPublicAcls": True, "BlockPublicPolicy": True,
              "IgnorePublicAcls": True, "RestrictPublicBuckets": True}
@@ -56,7 +56,7 @@ def test_every_bucket_denies_non_tls_requests(default_synth: Synthesized) -> Non
 
 def test_outputs_and_prefix(default_synth: Synthesized) -> None:
     outputs: dict[str, Any] = render(default_synth.templates["KokoroTtsModelCache"]["Outputs"])
-    assert outputs["ModelPrefix"]["Value"] == "models/kokoro-82m/f3ff3571791e39611d31c381e3a41a3af07b4987/"
+    assert outputs["ModelPrefix"]["Value"] == MODEL_PREFIX
     assert outputs["BucketName"]["Value"] == "${ModelBucketB33D855B}"
     assert outputs["LogBucketName"]["Value"].startswith("${AccessLogBucket")
 

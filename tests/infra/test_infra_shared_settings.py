@@ -25,6 +25,24 @@ def test_cli_and_app_read_the_same_defaults() -> None:
     assert stacks.TTS_STACKS == (defaults.STACK_FOUNDATION, defaults.STACK_MODEL_CACHE, defaults.STACK_ENDPOINT)
 
 
+def test_the_model_repository_is_named_once_for_the_tooling_and_checked_in_the_image() -> None:
+    assert model_sources.MODEL_REPO_ID == defaults.MODEL_REPO_ID
+    for copy in ("containers/kokoro/kokoro_server/engines/torch_engine.py",
+                 "containers/kokoro/kokoro_tools/hub_weights.py"):
+        text = (defaults.REPO_ROOT / copy).read_text()
+        assert re.findall(r'^REPO_ID = "([^"]+)"', text, flags=re.MULTILINE) == [defaults.MODEL_REPO_ID], copy
+
+
+def test_ci_names_stacks_through_the_cli_not_by_hand() -> None:
+    """The workflow runs the CLIs' diff (stack names and deployed context from one place)."""
+    workflow = (defaults.REPO_ROOT / ".github/workflows/cdk-diff.yml").read_text()
+    for stack in (defaults.STACK_FOUNDATION, defaults.STACK_MODEL_CACHE, defaults.STACK_ENDPOINT,
+                  defaults.STACK_AGENT):
+        assert stack not in workflow, stack
+    assert "deploy-tts diff --deployed" in workflow and "deploy-agent diff" in workflow
+    assert 'node-version: "22"' in workflow
+
+
 def test_copies_outside_the_tooling_match_cdk_json() -> None:
     hub = (defaults.REPO_ROOT / "containers/kokoro/kokoro_tools/hub_weights.py").read_text()
     (pinned,) = re.findall(r'^REVISION = "([0-9a-f]+)"', hub, flags=re.MULTILINE)

@@ -18,7 +18,7 @@ EXPECTED_OUTPUTS = {
     "KokoroTtsFoundation": {"SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId",
                             "AgentRuntimeName"},
     "KokoroTtsModelCache": {"BucketName", "ModelPrefix", "LogBucketName"},
-    "KokoroTtsEndpoint": {"EndpointName", "ModelName", "AlarmTopicArn"},
+    "KokoroTtsEndpoint": {"EndpointName", "ModelName", "AlarmTopicArn", "DeployContext"},
     "KokoroAgentRuntime": {"RuntimeArn", "RuntimeId", "RuntimeName"},
 }
 # cfn-lint 1.58's IAM action list predates the bidirectional-streaming API; only this exact
