@@ -76,6 +76,7 @@ CORPUS: tuple[tuple[str, str, str], ...] = (  # (kind, written, read aloud)
     ("plain", "Let me know if you have any other questions.", "let me know if you have any other questions"),
 )
 
-#: The by-ear test's share of the corpus (a minute or so on two cores): one of each kind that
-#: normalization changes most, plus plain prose.
-TEST_SUBSET: tuple[int, ...] = (0, 6, 13, 22, 27, 32, 45, 62)
+#: The by-ear test's share of the corpus (about a minute on two idle cores): one sentence of each
+#: kind whose reading changes most with normalization (markdown is stripped by the POST route's
+#: chunker either way, so it would show no difference there).
+TEST_SUBSET: tuple[int, ...] = (7, 13, 22, 27, 44, 54)
