@@ -33,7 +33,7 @@ def run_caption(latest: Results) -> str:
     return (f"`bench/results/latest.json`: `make bench` of {when(latest['timestamp'])} UTC, "
             f"{latest['engine']} engine on {m['cpu_count']} CPUs ({m['cpu_model']}, "
             f"load {m['loadavg_1m_start']} to {m['loadavg_1m_end']}), "
-            f"{model['kind']}{weights}; {voice}.")
+            f"{model['kind']}{weights}, {num(latest['wall_s'], 's')} without the capacity step; {voice}.")
 
 
 def _target(latest: Results, name: str) -> Results:
