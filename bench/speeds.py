@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .windowing import REPO, VOICE, word_error_rate
 
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         for text in SENTENCES:
             phonemes = phonemizer.phonemize(text, voice=VOICE)[0]
             audio = engine.synthesize(phonemes, style_for(pack, phonemes), speed).audio
-            seconds += audio.size / 24_000
+            seconds += audio.size / NATIVE_SAMPLE_RATE
             errors.append(word_error_rate(text, audio))
         rows.append({"speed": speed, "audio_s": round(seconds, 2),
                      "wer": round(float(np.mean([e for e in errors if e is not None])), 3)})

@@ -31,6 +31,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
 from strands import Agent
 from voicestream.protocol import CloseCode, ProtocolError
+from voicestream.protocol.sse import sse_frame
 
 from .config import AgentConfig
 from .events import AgentError, AudioData, Interrupted, InterruptSent, Ready
@@ -206,7 +207,7 @@ class JsonBodyGuard:
 
 
 async def _sse_error(scope: Scope, receive: Receive, send: Send, exc: ProtocolError) -> None:
-    data = f"data: {AgentError.of(exc).to_json()}\n\n"
+    data = sse_frame(AgentError.of(exc).to_wire())  # AgentCore's framing: data lines only
     await Response(data, media_type="text/event-stream")(scope, receive, send)
 
 

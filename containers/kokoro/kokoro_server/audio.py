@@ -76,7 +76,6 @@ from .exclusive import Exclusive, ExclusiveClosed
 __all__ = [
     "CONTENT_TYPES",
     "FORMATS",
-    "NATIVE_RATE",
     "SAMPLE_RATES",
     "SUPPORTED_RATES",
     "StreamEncoder",
@@ -85,7 +84,6 @@ __all__ = [
 ]
 
 # The format/rate table and the native rate are the protocol's (voicestream.protocol.audio).
-NATIVE_RATE: Final[int] = NATIVE_SAMPLE_RATE
 
 _S16_SCALE: Final[float] = 32767.0
 _UNKNOWN_SIZE: Final[int] = 0xFFFFFFFF
@@ -298,7 +296,7 @@ class StreamEncoder:
     input_rate: int
 
     def __init__(
-        self, *, fmt: str = "pcm", sample_rate: int = NATIVE_RATE, input_rate: int = NATIVE_RATE
+        self, *, fmt: str = "pcm", sample_rate: int = NATIVE_SAMPLE_RATE, input_rate: int = NATIVE_SAMPLE_RATE
     ) -> None:
         self.fmt, self.sample_rate = validate_format(fmt, sample_rate)
         if (

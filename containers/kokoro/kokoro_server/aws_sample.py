@@ -33,6 +33,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from voicestream.protocol import ProtocolError, SynthesisRequest, aws
+from voicestream.protocol.sse import sse_frame
 
 from .audio import CONTENT_TYPES
 from .invocations import Encoded, check_audio, encoded_audio, error_response, failed, failure_message, opened
@@ -111,24 +112,22 @@ async def _complete(audio: AsyncIterator[Encoded], req: SynthesisRequest, header
     })
 
 
-def _event(name: str, payload: dict[str, Any]) -> bytes:
-    return f"event: {name}\ndata: {json.dumps(payload)}\n\n".encode()
-
-
 async def _sse(audio: AsyncIterator[Encoded], req: SynthesisRequest, voice: str, request_id: str) -> AsyncIterator[bytes]:
-    yield _event("audio_stream_start", {"request_id": request_id, "format": req.format, "voice": voice,
-                                        "sample_rate": req.sample_rate})
+    yield sse_frame(event="audio_stream_start", data={"request_id": request_id, "format": req.format,
+                                                      "voice": voice, "sample_rate": req.sample_rate})
     seq = 0
     audio_s = 0.0
     try:
         async for part in audio:
             audio_s += part.audio_s
             if part.data:
-                yield _event("audio_chunk", {"request_id": request_id, "seq": seq,
-                                             "data": base64.b64encode(part.data).decode("ascii")})
+                yield sse_frame(event="audio_chunk", data={"request_id": request_id, "seq": seq,
+                                                           "data": base64.b64encode(part.data).decode("ascii")})
                 seq += 1
     except Exception as exc:
         log.exception("request %s failed", request_id)
-        yield _event("error", {"request_id": request_id, "code": "synthesis_failed", "message": failure_message(exc)})
+        yield sse_frame(event="error", data={"request_id": request_id, "code": "synthesis_failed",
+                                             "message": failure_message(exc)})
         return
-    yield _event("audio_stream_end", {"request_id": request_id, "total_chunks": seq, "duration_s": round(audio_s, 3)})
+    yield sse_frame(event="audio_stream_end", data={"request_id": request_id, "total_chunks": seq,
+                                                    "duration_s": round(audio_s, 3)})

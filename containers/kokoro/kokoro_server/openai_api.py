@@ -38,6 +38,7 @@ from voicestream.protocol import (
     FORMATS, NATIVE_SAMPLE_RATE, ProtocolError, SynthesisRequest, check_speed, check_text,
 )
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization, check_normalization
+from voicestream.protocol.sse import sse_frame
 
 from .audio import CONTENT_TYPES
 from .invocations import MAX_BODY_BYTES, Encoded, encoded_audio, failure_message, opened, read_body
@@ -185,10 +186,6 @@ async def _audio(audio: AsyncIterator[Encoded]) -> AsyncIterator[bytes]:
             yield part.data
 
 
-def _data(payload: dict[str, Any]) -> bytes:
-    return f"data: {json.dumps(payload)}\n\n".encode()
-
-
 async def _sse(audio: AsyncIterator[Encoded], req: SynthesisRequest) -> AsyncIterator[bytes]:
     """OpenAI's speech events: ``speech.audio.delta`` (base64 audio) ... ``speech.audio.done``."""
     audio_s = 0.0
@@ -196,15 +193,16 @@ async def _sse(audio: AsyncIterator[Encoded], req: SynthesisRequest) -> AsyncIte
         async for part in audio:
             audio_s += part.audio_s
             if part.data:
-                yield _data({"type": "speech.audio.delta", "audio": base64.b64encode(part.data).decode("ascii")})
+                audio_b64 = base64.b64encode(part.data).decode("ascii")
+                yield sse_frame({"type": "speech.audio.delta", "audio": audio_b64})
     except Exception as exc:
         log.exception("openai speech request failed")
-        yield _data({"type": "error", "error": {"message": failure_message(exc), "type": "server_error",
+        yield sse_frame({"type": "error", "error": {"message": failure_message(exc), "type": "server_error",
                                                  "param": None, "code": "synthesis_failed"}})
         return
     frames = round(audio_s * FRAMES_PER_SECOND)
     usage = {"input_tokens": len(req.text), "output_tokens": frames, "total_tokens": len(req.text) + frames}
-    yield _data({"type": "speech.audio.done", "usage": usage})
+    yield sse_frame({"type": "speech.audio.done", "usage": usage})
 
 
 async def voices(request: Request) -> JSONResponse:

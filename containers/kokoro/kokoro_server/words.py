@@ -22,9 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
-from voicestream.protocol import WordTime
-
-SAMPLE_RATE = 24_000
+from voicestream.protocol import NATIVE_SAMPLE_RATE, WordTime
 
 
 class Token(Protocol):
@@ -178,7 +176,7 @@ def word_timings(
     total = float(np.asarray(durations, dtype=np.float64).sum())
     if starts is None or total <= 0:
         return ()
-    ms_per_frame = samples / total / SAMPLE_RATE * 1000.0
+    ms_per_frame = samples / total / NATIVE_SAMPLE_RATE * 1000.0
     out = []
     for item in placed:
         start = round(starts[item.word.phoneme_start] * ms_per_frame)

@@ -61,7 +61,6 @@ LICENCE = (
     "MIT (int8 ONNX export and vocab, thewh1teagle/kokoro-onnx)"
 )
 N_TOKEN = 178  # Kokoro's embedding table; every vocab id is below it
-SAMPLE_RATE = NATIVE_SAMPLE_RATE
 LAYOUT_VERSION = 2  # 2: the weights expose per-token durations (onnx_graph.expose_durations)
 
 
@@ -277,7 +276,7 @@ def _build(root: Path, sources: Sources, voices: _Voices) -> BuildResult:
         _with_durations(joined, weights)
     finally:
         joined.unlink(missing_ok=True)
-    config = {"vocab": vocab, "n_token": N_TOKEN, "sample_rate": SAMPLE_RATE}
+    config = {"vocab": vocab, "n_token": N_TOKEN, "sample_rate": NATIVE_SAMPLE_RATE}
     _write_atomic(root / "config.json", json.dumps(config, ensure_ascii=False, indent=1).encode("utf-8"))
     served = {"sha256": file_sha256(weights), "source_sha256": source_digest, "size": weights.stat().st_size}
     return _finish(root, sources, voices, served, joined=True)

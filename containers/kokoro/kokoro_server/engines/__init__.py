@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from ..model_dir import ModelDir
-from .base import MAX_PHONEMES, SAMPLE_RATE, Engine, EngineError, Synthesis
+from .base import MAX_PHONEMES, Engine, EngineError, Synthesis
 from .windows import Decoding, WindowPlan
 
 __all__ = [
-    "Decoding", "Engine", "EngineError", "MAX_PHONEMES", "SAMPLE_RATE", "Synthesis", "WindowPlan", "load_engine",
+    "Decoding", "Engine", "EngineError", "MAX_PHONEMES", "Synthesis", "WindowPlan", "load_engine",
 ]
 
 

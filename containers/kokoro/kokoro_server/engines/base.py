@@ -10,7 +10,6 @@ from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .windows import Decoding, WindowPlan
 
-SAMPLE_RATE = NATIVE_SAMPLE_RATE  # Kokoro's output rate: the protocol's native rate
 MAX_PHONEMES = 510  # Kokoro's context is 512 tokens including the two pad tokens
 
 
@@ -22,12 +21,12 @@ class EngineError(RuntimeError):
 class Synthesis:
     """One synthesized phoneme chunk. ``durations`` holds frames per input token where known."""
 
-    audio: np.ndarray  # float32, mono, SAMPLE_RATE
+    audio: np.ndarray  # float32, mono, NATIVE_SAMPLE_RATE (Kokoro's output rate)
     durations: np.ndarray | None = None
 
     @property
     def seconds(self) -> float:
-        return len(self.audio) / SAMPLE_RATE
+        return len(self.audio) / NATIVE_SAMPLE_RATE
 
 
 class Engine(Protocol):

@@ -14,12 +14,7 @@ from dataclasses import dataclass
 
 from voicestream.chunker import IncrementalSentenceChunker
 from voicestream.clients import TtsSession
-from voicestream.protocol import WordTime
-
-#: The rates the server encodes pcm at (docs/protocol.md, ``sample_rate``); Kokoro's own is 24 kHz.
-SAMPLE_RATES = (8000, 16000, 22050, 24000, 44100, 48000)
-NATIVE_SAMPLE_RATE = 24000
-BYTES_PER_SAMPLE = 2  # pcm: s16le mono
+from voicestream.protocol import SAMPLE_RATES, WordTime
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -36,10 +36,10 @@ from voicestream.clients import (
     AudioChunk, TtsConnectionError, TtsError, TtsServerError, TtsSession, TtsTimeoutError, TurnEnd,
     UtteranceStart,
 )
-from voicestream.protocol import Words
+from voicestream.protocol import NATIVE_SAMPLE_RATE, SAMPLE_WIDTH, Words
 
 from ._common import (
-    BYTES_PER_SAMPLE, NATIVE_SAMPLE_RATE, KokoroTarget, PieceCutter, SessionPool, check_sample_rate,
+    KokoroTarget, PieceCutter, SessionPool, check_sample_rate,
     open_session, word_spans,
 )
 
@@ -181,7 +181,7 @@ class KokoroSynthesizeStream(tts.SynthesizeStream):
                         output_emitter.push(event.data)
                     elif isinstance(event, UtteranceStart):
                         texts[event.id] = event.text
-                        base = pushed_bytes / (BYTES_PER_SAMPLE * rate)  # this piece's audio starts here
+                        base = pushed_bytes / (SAMPLE_WIDTH * rate)  # this piece's audio starts here
                     elif isinstance(event, Words):
                         output_emitter.push_timed_transcript(_timed(texts.get(event.id, ""), event, base))
                     elif isinstance(event, TurnEnd):

@@ -34,9 +34,9 @@ from pipecat.services.tts_service import TextAggregationMode, TTSService
 from voicestream.clients import (
     AudioChunk, Cancelled, ErrorEvent, TtsError, TtsEvent, TtsSession, UtteranceEnd, UtteranceStart,
 )
-from voicestream.protocol import Words
+from voicestream.protocol import SAMPLE_WIDTH, Words
 
-from ._common import BYTES_PER_SAMPLE, KokoroTarget, PieceCutter, check_sample_rate, open_session, word_spans
+from ._common import KokoroTarget, PieceCutter, check_sample_rate, open_session, word_spans
 
 __all__ = ["KokoroTTSService"]
 
@@ -231,7 +231,7 @@ class KokoroTTSService(TTSService):
         elif isinstance(event, UtteranceStart):
             context_id = self._owner.get(event.id)
             if context_id is not None and (context := self._contexts.get(context_id)) is not None:
-                context.base_s = context.audio_bytes / (BYTES_PER_SAMPLE * self.sample_rate)
+                context.base_s = context.audio_bytes / (SAMPLE_WIDTH * self.sample_rate)
         elif isinstance(event, Words):
             context_id = self._owner.get(event.id)
             if context_id is not None and (context := self._contexts.get(context_id)) is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,10 +71,16 @@ class SseWords(Words):
     of the response's audio, offsets into the request's text)."""
 
 
+def sse_frame(data: Mapping[str, Any], *, event: str | None = None) -> bytes:
+    """One Server-Sent Event: an ``event:`` line when named, one ``data:`` line of JSON. The one
+    encoder for every SSE route (ours, the AWS sample's, OpenAI's, the agent's)."""
+    named = f"event: {event}\n" if event is not None else ""
+    return f"{named}data: {json.dumps(data)}\n\n".encode()
+
+
 def encode_sse(event: SseStart | SseAudio | SseEnd | SseWords | ErrorEvent) -> bytes:
     name = next(n for n, cls in SSE_EVENTS.items() if cls is type(event))
-    data = {k: v for k, v in event.to_wire().items() if k != "type"}
-    return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+    return sse_frame({k: v for k, v in event.to_wire().items() if k != "type"}, event=name)
 
 
 def parse_sse(name: str, data: str) -> ServerEvent | None:
