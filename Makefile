@@ -147,5 +147,9 @@ snapshot-check: $(VENV)/.installed ## diff synthesized templates against infra/b
 snapshot-accept: $(VENV)/.installed ## accept reviewed template changes into infra/baselines
 	$(VENV)/bin/python -m infra.snapshot --accept
 
+.PHONY: image-size
+image-size: $(VENV)/.installed $(KVENV)/.installed ## estimate the TTS image's Python layer from the pinned wheels (network: PyPI); writes infra/results/image-size.json
+	$(VENV)/bin/python -m cli.image_size --python $(KVENV)/bin/python --write infra/results/image-size.json
+
 clean:
 	rm -rf $(VENV) $(KVENV) cdk.out .pytest_cache
