@@ -67,7 +67,9 @@ def check_endpoint_quota(*, target: AwsTarget, instance_type: str, min_instances
     try:
         quota = endpoint_quota(target=target, instance_type=instance_type)
     except (ClientError, BotoCoreError) as exc:
-        return ToolCheck(name, True, f"not checked ({type(exc).__name__}: {str(exc)[:120]}); an update needs "
+        reason = (str(exc.response.get("Error", {}).get("Code") or "error") if isinstance(exc, ClientError)
+                  else type(exc).__name__)
+        return ToolCheck(name, True, f"not checked (Service Quotas: {reason}); an update needs "
                          f"{need} x {instance_type} ({max_instances} + a rolling batch of "
                          f"{batch_instances(max_instances)})")
     if quota is None:
