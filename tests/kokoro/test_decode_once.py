@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from hand_clock import HandClock
-from kokoro_server.engines.windows import Decoding, WindowPlan
+from kokoro_server.engines.windows import Decoding, WindowPlan, plan_windows
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.pace import PACE_INTERVAL_S, PaceMeter
 from kokoro_server.synth import Synthesizer
@@ -106,3 +106,10 @@ def test_pace_is_the_median_of_recent_figures_and_remeasured_only_when_due() -> 
     pinned = PaceMeter(remeasure=False, clock=clock)
     clock.now += 10 * PACE_INTERVAL_S
     assert not pinned.due()  # KOKORO_DECODER_PACE set: never re-measured
+
+
+def test_a_first_window_that_is_nearly_the_whole_chunk_is_the_whole_chunk() -> None:
+    """A short sentence at a slow pace: 92 of 136 frames and 20 of context first would bring its
+    first audio barely sooner and decode context twice; one shot is as early and cheaper."""
+    assert [(w.lo, w.hi) for w in plan_windows(136, WindowPlan(pace=1.0))] == [(0, 136)]
+    assert len(plan_windows(136, WindowPlan(pace=0.2))) > 1  # a fast pace still starts small
