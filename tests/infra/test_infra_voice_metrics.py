@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -22,9 +21,7 @@ import websockets
 
 from filter_pattern import clauses, matches, value
 from infra_support import Synthesized
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kokoro_server_fixture import KokoroServer, kokoro_python, kokoro_server  # noqa: E402,F401
+from kokoro_server_fixture import KokoroServer, kokoro_python  # the kokoro_server fixture: tests/conftest.py
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -78,8 +75,11 @@ def test_every_deployed_pattern_is_plain_json_field_selection(default_synth: Syn
     filters = deployed_filters(default_synth)
     assert set(filters) >= {"FirstAudioMs", "SynthesisMs", "StallMs", "Utterances", "OpenSessions",
                             "QueuedModelJobs", "ContainerRestarts"}
+    groups = default_synth.templates["KokoroTtsEndpoint"]["Resources"]
     for name, props in filters.items():
-        assert props["LogGroupName"] == "/aws/sagemaker/Endpoints/kokoro-tts", name
+        # The stack's own log group, named where SageMaker writes the endpoint's container output.
+        group = groups[props["LogGroupName"]["Ref"]]
+        assert group["Properties"]["LogGroupName"] == "/aws/sagemaker/Endpoints/kokoro-tts", name
         assert clauses(props["FilterPattern"]), name  # raises outside the subset
         (transform,) = props["MetricTransformations"]
         assert transform["MetricNamespace"] == "KokoroTTS/kokoro-tts"
