@@ -58,7 +58,7 @@ def port_in_use(host: str, port: int) -> bool:
     return False
 
 
-def stop(process: subprocess.Popen[bytes], name: str) -> None:
+def stop(process: subprocess.Popen[bytes] | subprocess.Popen[str], name: str) -> None:
     if process.poll() is not None:
         return
     process.send_signal(signal.SIGINT)  # uvicorn's graceful shutdown

@@ -87,9 +87,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     finally:
         if agent is not None:
-            stop(agent, "the agent")  # type: ignore[arg-type]
+            stop(agent, "the agent")
         if standin is not None:
-            stop(standin, "the SageMaker stand-in")  # type: ignore[arg-type]
+            stop(standin, "the SageMaker stand-in")
 
 
 if __name__ == "__main__":

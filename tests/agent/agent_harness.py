@@ -9,7 +9,6 @@ import os
 import shutil
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ import httpx
 import pytest
 from kokoro_server_fixture import KokoroServer
 import uvicorn
+from waiting import wait_until
 
 from voice_agent.app import create_app
 from voice_agent.config import AgentConfig
@@ -40,16 +40,6 @@ def free_port() -> int:
 
 def scripted(*, answer: str = ANSWER, token_ms: tuple[int, int] = (5, 15)) -> ScriptedModel:
     return ScriptedModel(answers=[answer], token_ms=token_ms, first_token_ms=40)
-
-
-def poll(predicate: Any, *, timeout: float = 15.0, interval: float = 0.1) -> Any:
-    """The first truthy value of ``predicate()``, or the last one after ``timeout`` (bounded loop)."""
-    deadline = time.monotonic() + timeout
-    value = predicate()
-    while not value and time.monotonic() < deadline:
-        time.sleep(interval)
-        value = predicate()
-    return value
 
 
 @pytest.fixture(scope="session")
@@ -119,7 +109,7 @@ def serve_agent(*, tts_url: str | None, answer: str = ANSWER, token_ms: tuple[in
                                            ws_max_size=1024 * 1024))
     thread = threading.Thread(target=server.run, name=f"agent-{port}", daemon=True)
     thread.start()
-    if not poll(lambda: server.started or not thread.is_alive(), timeout=30):
+    if not wait_until(lambda: server.started or not thread.is_alive(), timeout=30):
         raise RuntimeError("the agent did not start")
     try:
         yield RunningAgent(url=f"http://127.0.0.1:{port}", app=app, loop=server.servers[0].get_loop())

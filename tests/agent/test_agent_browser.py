@@ -7,7 +7,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from agent_harness import ANSWER, RunningAgent, poll, serve_agent, stats
+from agent_harness import ANSWER, RunningAgent, serve_agent, stats
+from waiting import wait_until
 
 MAX_GAP_S = 0.020
 
@@ -61,7 +62,7 @@ def test_page_interrupt_stops_scheduling(page_agent: RunningAgent, browser: Any)
         assert final["events"][-2:] == ["interrupted", "end"]
         assert final["interrupted"] is True and final["state"] == "interrupted"
         assert len(final["scheduled"]) == at_click  # nothing scheduled after the click
-        assert poll(page_agent.idle), page_agent.running()
+        assert wait_until(page_agent.idle), page_agent.running()
         # The page and the session stay usable: a new prompt plays again.
         page.fill("#prompt", "Start again.")
         page.click("#send")

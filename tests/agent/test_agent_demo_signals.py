@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from agent_harness import free_port, poll
+from agent_harness import free_port
+from waiting import wait_until
 from kokoro_server_fixture import KokoroServer, kokoro_python
 
 REPO = Path(__file__).resolve().parents[2]
@@ -38,7 +39,7 @@ def test_demo_stops_both_servers_on_signal(kokoro_server: KokoroServer, signum: 
     tts_port, agent_port = free_port(), free_port()
     demo = _demo(kokoro_server.model_dir, tts_port, agent_port)
     try:
-        assert poll(lambda: (_listening(tts_port) and _listening(agent_port)) or demo.poll() is not None,
+        assert wait_until(lambda: (_listening(tts_port) and _listening(agent_port)) or demo.poll() is not None,
                     timeout=240, interval=0.5)
         assert demo.poll() is None, demo.stdout.read() if demo.stdout else ""
         demo.send_signal(signum)
@@ -50,7 +51,7 @@ def test_demo_stops_both_servers_on_signal(kokoro_server: KokoroServer, signum: 
     assert demo.returncode == 0, output
     assert f"demo: stopping ({signum.name})" in output
     # Both servers are gone: nothing answers on either port, and a new demo could bind them.
-    assert poll(lambda: not _listening(tts_port) and not _listening(agent_port), timeout=15)
+    assert wait_until(lambda: not _listening(tts_port) and not _listening(agent_port), timeout=15)
 
 
 def test_demo_names_the_port_that_is_taken(kokoro_server: KokoroServer) -> None:

@@ -11,7 +11,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from agent_wire import TurnLog, sse_events, ws_open, ws_read_until_audio, ws_turn
-from agent_harness import ANSWER, PIECES, RunningAgent, free_port, poll, serve_agent, tts_idle
+from agent_harness import ANSWER, PIECES, RunningAgent, free_port, serve_agent, tts_idle
+from waiting import wait_until
 from websockets.asyncio.server import ServerConnection, serve
 
 
@@ -78,7 +79,7 @@ def test_tts_down_text_keeps_streaming_over_sse() -> None:
         error = check_text_survives(log)
         assert "cannot connect" in str(error["message"])
         assert log.audio == []
-        assert poll(agent.idle), agent.running()
+        assert wait_until(agent.idle), agent.running()
 
 
 def test_tts_drops_mid_turn_text_keeps_streaming_over_ws() -> None:
@@ -92,7 +93,7 @@ def test_tts_drops_mid_turn_text_keeps_streaming_over_ws() -> None:
             assert log.first_audio_index() < log.index("error")
             # The session survives: the next turn reports the failure again and still writes.
             check_text_survives(ws_turn(ws, {"prompt": "Again?"}))
-        assert poll(agent.idle), agent.running()
+        assert wait_until(agent.idle), agent.running()
 
 
 def test_ws_client_leaving_mid_turn_leaves_nothing_running(agent: RunningAgent, tts_url: str) -> None:
@@ -102,8 +103,8 @@ def test_ws_client_leaving_mid_turn_leaves_nothing_running(agent: RunningAgent, 
         ws_read_until_audio(ws)
         assert agent.running()["turns"] == 1 and agent.running()["tts_sessions"] == 1
     # Gone mid-turn: the agent's turn, its TTS session and the server's jobs all end.
-    assert poll(agent.idle), agent.running()
-    assert poll(lambda: tts_idle(tts_url)), httpx.get(f"{tts_url}/ping").json()
+    assert wait_until(agent.idle), agent.running()
+    assert wait_until(lambda: tts_idle(tts_url)), httpx.get(f"{tts_url}/ping").json()
     assert httpx.get(f"{agent.url}/ping").json()["status"] == "Healthy"
 
 
@@ -115,8 +116,8 @@ def test_sse_client_leaving_mid_turn_leaves_nothing_running(agent: RunningAgent,
                     break
             assert agent.running()["turns"] == 1
             assert httpx.get(f"{agent.url}/ping").json()["status"] == "HealthyBusy"
-    assert poll(agent.idle), agent.running()
-    assert poll(lambda: tts_idle(tts_url)), httpx.get(f"{tts_url}/ping").json()
+    assert wait_until(agent.idle), agent.running()
+    assert wait_until(lambda: tts_idle(tts_url)), httpx.get(f"{tts_url}/ping").json()
 
 
 @pytest.mark.parametrize("voice", ["no_such_voice"])

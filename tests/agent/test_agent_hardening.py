@@ -21,7 +21,8 @@ from urllib.parse import urlparse
 
 import httpx
 import pytest
-from agent_harness import ANSWER, RunningAgent, fd_count, free_port, poll, serve_agent, tts_idle
+from agent_harness import ANSWER, RunningAgent, fd_count, free_port, serve_agent, tts_idle
+from waiting import wait_until
 from agent_wire import TurnLog, ws_open, ws_read_turn, ws_read_until_audio, ws_turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -94,7 +95,7 @@ class Live:
 
 @pytest.fixture(scope="module")
 def live(agent: RunningAgent) -> Iterator[Live]:
-    assert poll(agent.idle), agent.running()
+    assert wait_until(agent.idle), agent.running()
     tasks_before, fds_before = agent.tasks(), fd_count()
     ws, _ = ws_open(agent.ws_url)
     yield Live(ws=ws, tasks_before=tasks_before, fds_before=fds_before)
@@ -114,9 +115,9 @@ def test_the_hostile_frames_leave_no_task_or_descriptor_behind(live: Live, agent
     """Runs right after the property (file order), before other tests open anything here: once the
     fuzzed socket closes, the agent's asyncio tasks and this process's descriptors are back."""
     live.ws.close()
-    assert poll(agent.idle), agent.running()
-    assert poll(lambda: agent.tasks() <= live.tasks_before), (agent.tasks(), live.tasks_before)
-    assert poll(lambda: fd_count() <= live.fds_before), (fd_count(), live.fds_before)
+    assert wait_until(agent.idle), agent.running()
+    assert wait_until(lambda: agent.tasks() <= live.tasks_before), (agent.tasks(), live.tasks_before)
+    assert wait_until(lambda: fd_count() <= live.fds_before), (fd_count(), live.fds_before)
 
 
 # ---- a TTS that comes and goes ----------------------------------------------------------------
@@ -199,8 +200,8 @@ def test_tts_down_then_back_the_next_turn_reconnects_and_speaks(tts_url: str) ->
             back = ws_turn(ws, {"prompt": "Again?"})
             text_survived(back)
             assert back.of("error") == [] and len(back.audio) > 0 and back.end["tts_ok"] is True
-        assert poll(agent.idle), agent.running()
-    assert poll(lambda: tts_idle(tts_url))
+        assert wait_until(agent.idle), agent.running()
+    assert wait_until(lambda: tts_idle(tts_url))
 
 
 def test_tts_dropped_mid_turn_then_the_next_turn_speaks(tts_url: str) -> None:
@@ -217,8 +218,8 @@ def test_tts_dropped_mid_turn_then_the_next_turn_speaks(tts_url: str) -> None:
             after = ws_turn(ws, {"prompt": "And now?"})
             text_survived(after)
             assert after.of("error") == [] and len(after.audio) > 0
-        assert poll(agent.idle), agent.running()
-    assert poll(lambda: tts_idle(tts_url))
+        assert wait_until(agent.idle), agent.running()
+    assert wait_until(lambda: tts_idle(tts_url))
 
 
 def test_a_websocket_client_that_stops_reading_is_dropped_with_4002(tts_url: str, caplog: pytest.LogCaptureFixture) -> None:
@@ -257,5 +258,5 @@ def test_a_websocket_client_that_stops_reading_is_dropped_with_4002(tts_url: str
             return ws.close_code
 
         assert asyncio.run(scenario()) == 4002
-        assert poll(agent.idle, timeout=30), agent.running()
-    assert poll(lambda: tts_idle(tts_url)), httpx.get(f"{tts_url}/ping").json()
+        assert wait_until(agent.idle, timeout=30), agent.running()
+    assert wait_until(lambda: tts_idle(tts_url)), httpx.get(f"{tts_url}/ping").json()

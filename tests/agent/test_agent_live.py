@@ -6,7 +6,8 @@ import json
 
 import pytest
 from agent_wire import TurnLog, sse_turn, ws_next_event, ws_open, ws_read_turn, ws_read_until_audio, ws_turn
-from agent_harness import ANSWER, PIECES, RunningAgent, poll, tts_idle
+from agent_harness import ANSWER, PIECES, RunningAgent, tts_idle
+from waiting import wait_until
 
 
 def check_complete_turn(log: TurnLog, *, mode: str) -> None:
@@ -80,8 +81,8 @@ def test_ws_interrupt_stops_audio_and_keeps_the_session(agent: RunningAgent, tts
         assert log.types[-2:] == ["interrupted", "end"]
         assert log.end["interrupted"] is True and log.end["stop_reason"] == "interrupted"
         # Nothing of the interrupted turn is left running, here or on the TTS server.
-        assert poll(agent.idle), agent.running()
-        assert poll(lambda: tts_idle(tts_url)), "TTS server still busy after the interrupt"
+        assert wait_until(agent.idle), agent.running()
+        assert wait_until(lambda: tts_idle(tts_url)), "TTS server still busy after the interrupt"
         # A second interrupt has nothing to stop: an error, and the socket stays usable.
         ws.send(json.dumps({"type": "interrupt"}))
         assert ws_next_event(ws)["code"] == "not_running"

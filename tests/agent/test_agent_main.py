@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import httpx
-from agent_harness import free_port, poll
+from agent_harness import free_port
+from waiting import wait_until
 
 from voice_agent import demo
 
@@ -31,7 +32,7 @@ def test_module_serves_ping_and_the_page_offline() -> None:
             return process.poll() is not None
 
     try:
-        assert poll(up, timeout=60, interval=0.3) and process.poll() is None
+        assert wait_until(up, timeout=60, interval=0.3) and process.poll() is None
         assert httpx.get(f"{base}/ping").json()["status"] == "Healthy"
         page = httpx.get(f"{base}/")
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")

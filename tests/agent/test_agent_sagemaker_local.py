@@ -6,7 +6,8 @@ AWS_CA_BUNDLE), exactly as an operator would."""
 from __future__ import annotations
 
 import pytest
-from agent_harness import ANSWER, PIECES, poll, serve_agent
+from agent_harness import ANSWER, PIECES, serve_agent
+from waiting import wait_until
 from agent_wire import ws_open, ws_turn
 
 from sagemaker_local_fixture import SageMakerLocal
@@ -29,4 +30,4 @@ def test_agent_speaks_a_whole_turn_through_the_sagemaker_stand_in(
         assert end["tts_ok"] is True and end["interrupted"] is False
         assert end["audio_bytes"] == sum(len(a) for a in log.audio) > 0
         assert all(len(a) % 2 == 0 for a in log.audio)
-        assert poll(agent.idle, timeout=15), agent.running()
+        assert wait_until(agent.idle, timeout=15), agent.running()

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 
 from bench import capacity
 from cli import plan
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from kokoro_server_fixture import KokoroServer, kokoro_server  # noqa: E402,F401
+from kokoro_server_fixture import KokoroServer  # the kokoro_server fixture: tests/conftest.py
 
 
 def _ladder(server: KokoroServer, rungs: list[int], budget_ms: float) -> list[capacity.Rung]:

@@ -24,7 +24,8 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from agent_harness import ANSWER, free_port, poll, serve_agent, stats
+from agent_harness import ANSWER, free_port, serve_agent, stats
+from waiting import wait_until
 from clitest_support import deploy_agent_runtime
 
 from cli import deploy_agent
@@ -256,7 +257,7 @@ def test_chat_web_serves_urls_for_the_deployed_runtime(aws: Any) -> None:
                 return httpx.get(f"http://127.0.0.1:{port}/", timeout=2, trust_env=False).status_code == 200
             return False
 
-        assert poll(up, timeout=30)
+        assert wait_until(up, timeout=30)
         assert process.poll() is None, process.communicate()
         body = httpx.get(f"http://127.0.0.1:{port}/ws-url", trust_env=False).json()
         parts = urlsplit(body["url"])
@@ -344,7 +345,7 @@ def test_page_asks_for_a_url_before_each_connection_and_streams_text(browser: An
                 assert page.inner_text("#answer") == ANSWER
             finally:
                 page.close()
-        assert poll(agent.idle), agent.running()
+        assert wait_until(agent.idle), agent.running()
 
 
 def test_page_served_by_the_agent_still_uses_same_origin_ws(browser: Any) -> None:

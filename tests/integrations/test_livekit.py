@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Awaitable, Iterator
 from typing import TypeVar
 
@@ -22,6 +21,7 @@ from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT, TimedString
 from kokoro_server_fixture import KokoroServer
 from sagemaker_local_fixture import SageMakerLocal
 from voicestream.integrations.livekit import KokoroTTS
+from waiting import wait_until_async
 
 T = TypeVar("T")
 
@@ -91,13 +91,10 @@ async def ping(server: KokoroServer) -> dict[str, object]:
 
 async def wait_idle(server: KokoroServer, timeout: float = 10.0) -> dict[str, object]:
     """Bounded poll: the server has no model job queued or running."""
-    deadline = time.monotonic() + timeout
-    while True:
-        state = await ping(server)
-        if state["queued"] == 0 and state["running"] == 0:
-            return state
-        assert time.monotonic() < deadline, f"the server kept working: {state}"
-        await asyncio.sleep(0.05)
+    state = await wait_until_async(lambda: ping(server), until=lambda s: s["queued"] == 0 and s["running"] == 0,
+                                   timeout=timeout, interval=0.05)
+    assert state["queued"] == 0 and state["running"] == 0, f"the server kept working: {state}"
+    return state
 
 
 def test_declares_streaming_and_aligned_transcripts(kokoro_server: KokoroServer) -> None:

@@ -27,6 +27,7 @@ from pipecat.workers.runner import WorkerRunner
 from kokoro_server_fixture import KokoroServer
 from sagemaker_local_fixture import SageMakerLocal
 from voicestream.integrations.pipecat import KokoroTTSService
+from waiting import wait_until_async
 
 T = TypeVar("T")
 
@@ -124,14 +125,13 @@ def contexts(sink: Sink) -> list[str]:
 
 
 async def wait_idle(server: KokoroServer, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
     async with httpx.AsyncClient(trust_env=False) as client:
-        while True:
-            state = (await client.get(f"{server.url}/ping")).json()
-            if state["queued"] == 0 and state["running"] == 0:
-                return
-            assert time.monotonic() < deadline, f"the server kept working: {state}"
-            await asyncio.sleep(0.05)
+        async def ping() -> Any:
+            return (await client.get(f"{server.url}/ping")).json()
+
+        state = await wait_until_async(ping, until=lambda s: s["queued"] == 0 and s["running"] == 0,
+                                       timeout=timeout, interval=0.05)
+    assert state["queued"] == 0 and state["running"] == 0, f"the server kept working: {state}"
 
 
 def run(coro: Awaitable[T]) -> T:
@@ -215,10 +215,10 @@ def test_unknown_voice_is_reported(kokoro_server: KokoroServer) -> None:
         errors.append(error)
 
     async def body(worker: PipelineWorker, sink: Sink) -> None:
-        deadline = time.monotonic() + 20
-        while not errors:  # bounded poll
-            assert time.monotonic() < deadline, "no connection error reported"
-            await asyncio.sleep(0.05)
+        async def reported() -> list[str]:
+            return errors
+
+        assert await wait_until_async(reported, timeout=20, interval=0.05), "no connection error reported"
 
     run(in_pipeline(tts, body))
     assert "no_such_voice" in errors[0]

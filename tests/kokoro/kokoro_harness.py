@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from voicestream.launch import KokoroProcess, free_port
+from waiting import wait_until
 
 __all__ = ["Server", "free_port", "start_server"]
 
@@ -33,13 +34,7 @@ class Server(KokoroProcess):
 
     def wait_idle(self, *, attempts: int = 100) -> dict[str, Any]:
         """Poll /ping until no session, job or model run is left (bounded)."""
-        status: dict[str, Any] = {}
-        for _ in range(attempts):
-            status = self.ping()
-            if status["sessions"] == 0 and status["queued"] == 0 and status["running"] == 0:
-                return status
-            time.sleep(0.1)
-        return status
+        return wait_until(self.ping, until=_idle, timeout=attempts * 0.1)
 
     def open_fds(self) -> int:
         """File descriptors the server process holds now (``/proc/<pid>/fd``)."""
@@ -59,12 +54,11 @@ class Server(KokoroProcess):
     def fds_down_to(self, limit: int, *, timeout_s: float = 30.0) -> int:
         """Poll (without a request of our own, which would open a socket) until the server holds at most
         ``limit`` descriptors or ``timeout_s`` passes; return the last count."""
-        deadline = time.monotonic() + timeout_s
-        count = self.open_fds()
-        while count > limit and time.monotonic() < deadline:
-            time.sleep(0.05)
-            count = self.open_fds()
-        return count
+        return wait_until(self.open_fds, until=lambda count: count <= limit, timeout=timeout_s, interval=0.05)
+
+
+def _idle(status: dict[str, Any]) -> bool:
+    return status["sessions"] == 0 and status["queued"] == 0 and status["running"] == 0
 
 
 def start_server(model_dir: Path, log: Path, *, env: dict[str, str] | None = None, timeout: float = 180) -> Server:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 import websockets
 from kokoro_harness import Server, start_server
+from waiting import wait_until_async
 
 pytestmark = pytest.mark.kokoro
 
@@ -64,13 +64,10 @@ def test_sigterm_finishes_the_utterance_in_flight_then_closes_with_1001(stopping
 async def _draining_ping(server: Server) -> dict:
     """/ping answers 503 ``draining`` once the SIGTERM is handled (polled, bounded)."""
     async with httpx.AsyncClient(timeout=5) as http:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            answer = await http.get(f"{server.http}/ping")
-            if answer.status_code == 503:
-                return answer.json()
-            await asyncio.sleep(0.02)
-    raise AssertionError("/ping never said draining")
+        answer = await wait_until_async(lambda: http.get(f"{server.http}/ping"),
+                                        until=lambda answer: answer.status_code == 503, timeout=10, interval=0.02)
+    assert answer.status_code == 503, "/ping never said draining"
+    return answer.json()
 
 
 def test_while_draining_new_sessions_and_requests_are_refused(stopping_server: Server) -> None:

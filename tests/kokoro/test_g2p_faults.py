@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import uvicorn
 
 from kokoro_harness import free_port
 from wsclient import collect, connect, of_type, send, sse_events
+from waiting import wait_until
 
 pytestmark = pytest.mark.kokoro
 
@@ -62,10 +62,7 @@ def failing(tiny_model: Path) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert server.started
+    assert wait_until(lambda: server.started, timeout=120)
     yield f"127.0.0.1:{port}"
     server.should_exit = True
     thread.join(15)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import httpx
 import pytest
 from wsclient import collect, connect, of_type, send, sse_events
+from waiting import wait_until
 
 pytestmark = pytest.mark.kokoro
 
@@ -77,9 +77,6 @@ def test_g2p_warnings_are_one_log_line_per_utterance(server) -> None:
             log.seek(start)
             return log.read().decode(errors="replace").splitlines()
 
-    deadline = time.monotonic() + 30
-    while sum("g2p: " in line for line in new_lines()) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-    lines = new_lines()
+    lines = wait_until(new_lines, until=lambda lines: sum("g2p: " in line for line in lines) >= 2, timeout=30)
     assert sum("g2p: " in line for line in lines) == 2, lines  # one for the WebSocket, one for the POST
     assert not [line for line in lines if " phonemizer: " in line], lines

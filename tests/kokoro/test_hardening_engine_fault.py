@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import pytest
 import uvicorn
 
 from kokoro_harness import free_port
+from waiting import wait_until
 from wsclient import collect, connect, of_type, send
 
 pytestmark = pytest.mark.kokoro
@@ -38,13 +38,8 @@ class Running:
         return httpx.get(f"{self.http}/ping", timeout=5).json()
 
     def wait_idle(self) -> dict:
-        status = self.ping()
-        for _ in range(100):
-            if (status["sessions"], status["queued"], status["running"]) == (0, 0, 0):
-                break
-            time.sleep(0.1)
-            status = self.ping()
-        return status
+        return wait_until(self.ping, until=lambda s: (s["sessions"], s["queued"], s["running"]) == (0, 0, 0),
+                          timeout=10)
 
 
 @pytest.fixture(scope="module")
@@ -75,10 +70,7 @@ def faulty(tiny_model: Path) -> Iterator[Running]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 120
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert server.started
+    assert wait_until(lambda: server.started, timeout=120)
     yield Running(port, server)
     server.should_exit = True
     thread.join(15)
@@ -111,11 +103,7 @@ def test_an_engine_fault_mid_utterance_is_an_error_frame_and_the_next_turn_works
     status = faulty.wait_idle()
     assert (status["queued"], status["running"]) == (0, 0)
     # the failed utterance's G2P task and jobs did not outlive it
-    for _ in range(50):
-        if faulty.ping()["tasks"] <= before:
-            break
-        time.sleep(0.1)
-    assert faulty.ping()["tasks"] <= before
+    assert wait_until(faulty.ping, until=lambda s: s["tasks"] <= before, timeout=5)["tasks"] <= before
 
 
 def test_a_failed_long_utterance_leaves_no_task_or_job_behind_while_the_session_lives(faulty: Running) -> None:
@@ -133,8 +121,10 @@ def test_a_failed_long_utterance_leaves_no_task_or_job_behind_while_the_session_
             await send(ws, {"type": "flush"})
             events = await collect(ws, of_type("turn_end"))
             assert [e["code"] for e in events if e["type"] == "error"] == ["synthesis_failed"]
-            await asyncio.sleep(0.5)
-            after = await loop.run_in_executor(None, faulty.ping)
+            def settled(status: dict) -> bool:  # the failed utterance's task and jobs are gone, the session lives
+                return status["tasks"] <= open_session and (status["queued"], status["running"]) == (0, 0)
+
+            after = await loop.run_in_executor(None, lambda: wait_until(faulty.ping, until=settled, timeout=10))
             return open_session, after["tasks"], after
 
     open_session, after_tasks, status = asyncio.run(scenario())

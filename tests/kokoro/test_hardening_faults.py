@@ -18,6 +18,7 @@ from websockets.asyncio.client import connect as ws_connect
 from websockets.exceptions import ConnectionClosed
 
 from kokoro_harness import Server, start_server
+from waiting import wait_until
 from wsclient import collect, connect, of_type, receive, send
 
 pytestmark = pytest.mark.kokoro
@@ -34,12 +35,7 @@ def run(coro):
 
 def settle(server: Server, predicate, *, timeout: float = 15.0) -> dict:
     """Poll /ping until ``predicate(status)``; return the last status (bounded)."""
-    deadline = time.monotonic() + timeout
-    status = server.ping()
-    while not predicate(status) and time.monotonic() < deadline:
-        time.sleep(0.1)
-        status = server.ping()
-    return status
+    return wait_until(server.ping, until=predicate, timeout=timeout)
 
 
 def idle(status: dict) -> bool:

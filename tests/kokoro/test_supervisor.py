@@ -28,6 +28,7 @@ import pytest
 
 from kokoro_harness import free_port
 from kokoro_server.supervisor import EXIT_BAD_MODEL, MAX_RESTARTS, Supervisor, resolve_run_as
+from waiting import wait_until
 
 pytestmark = pytest.mark.kokoro
 
@@ -181,10 +182,8 @@ def test_serves_unprivileged_restarts_after_a_crash_and_stops_on_sigterm(supervi
     first = supervised.wait_ready()
     assert uid_of(supervised.process.pid) == 0 and uid_of(first) != 0
     os.kill(first, signal.SIGSEGV)  # what a libav crash looks like from outside
-    deadline = time.monotonic() + 30
-    while supervised.ping_ok() and time.monotonic() < deadline:  # bounded: the dead one stops answering
-        time.sleep(0.05)
-    assert not supervised.ping_ok(), "/ping must fail while the model is not back"
+    answering = wait_until(supervised.ping_ok, until=lambda ok: not ok, timeout=30, interval=0.05)
+    assert not answering, "/ping must fail while the model is not back"  # the dead one stops answering
     second = supervised.wait_ready()
     assert second != first and uid_of(second) != 0
     log = supervised.log.read_text()
