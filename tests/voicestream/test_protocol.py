@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from voicestream.protocol.aws import SampleSpeak
 from voicestream.protocol import (
     MAX_FRAME_BYTES, Cancel, Close, Configure, Delta, Flush, Ping, ProtocolError, Speak,
     SynthesisRequest, encode_client_message, parse_client_message, parse_request,
@@ -26,7 +27,7 @@ VALID = [
     ({"type": "close"}, Close()),
     ({"type": "ping"}, Ping()),
     ({"text": "Hello.", "voice": "af_heart", "speed": 1, "request_id": "r"},
-     Speak(text="Hello.", id="r", voice="af_heart", speed=1.0, legacy=True)),
+     SampleSpeak(text="Hello.", id="r", voice="af_heart", speed=1.0)),
 ]
 
 

@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from voicestream.protocol.aws import SampleSpeak
 from voicestream.protocol import (
     EVENTS, Cancelled, Configured, ErrorEvent, Pong, ProtocolError, ServerEdge, Speak, SseAudio, SseEnd,
     SseStart, TurnEnd, UtteranceEnd, UtteranceStart, Words, WordTime, check_audio_format, decode_event,
@@ -59,7 +60,7 @@ def test_the_edge_answers_sample_shaped_requests_in_the_sample_shape_only() -> N
     edge = ServerEdge()
     sample = edge.parse(json.dumps({"text": "Hi.", "request_id": "req-1"}))
     native = edge.parse(json.dumps({"type": "speak", "text": "Hi.", "id": "u1"}))
-    assert sample == Speak(text="Hi.", id="req-1", legacy=True) and native == Speak(text="Hi.", id="u1")
+    assert sample == SampleSpeak(text="Hi.", id="req-1") and native == Speak(text="Hi.", id="u1")
     assert json.loads(edge.encode(UtteranceStart(id="req-1", turn=1, text="Hi."))) == {
         "type": "synthesis_start", "request_id": "req-1"}
     assert json.loads(edge.encode(UtteranceStart(id="u1", turn=1, text="Hi."))) == {

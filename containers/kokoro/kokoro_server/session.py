@@ -135,13 +135,14 @@ class Session:
         if isinstance(message, Configure):
             await self._configure(message)
         elif isinstance(message, Speak):
-            if message.request_timestamp is not None:  # the AWS sample's: refused once too old
+            sample_rate = message.sample_rate if isinstance(message, aws.SampleSpeak) else None
+            if isinstance(message, aws.SampleSpeak) and message.request_timestamp is not None:  # refused once too old
                 aws.check_fresh(message.request_timestamp, now=time.time(), max_age_s=self._limits.max_request_age_s)
-            if message.sample_rate is not None:
-                check_audio_format(self._settings.format, message.sample_rate)
+            if sample_rate is not None:
+                check_audio_format(self._settings.format, sample_rate)
             turns.count_text(message.text)
             turns.enqueue(message.text, gen=gen, settings=self._settings, utterance_id=message.id,
-                          voice=message.voice, speed=message.speed, sample_rate=message.sample_rate)
+                          voice=message.voice, speed=message.speed, sample_rate=sample_rate)
         elif isinstance(message, Delta):
             turns.count_text(message.text)
             for sentence in turns.cut(message.text):

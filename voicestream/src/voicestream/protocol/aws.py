@@ -41,19 +41,28 @@ def is_sample_request(payload: dict[str, Any]) -> bool:
     return payload.get("type") is None and "text" in payload
 
 
-def speak_from_sample(payload: dict[str, Any]) -> Speak:
+@dataclass(frozen=True, kw_only=True)
+class SampleSpeak(Speak):
+    """A :class:`Speak` that came in the AWS sample's shape, with that shape's own fields: when it
+    was sent (epoch s) and this utterance's output rate. Answered in the sample's shape too."""
+
+    request_timestamp: float | None = None
+    sample_rate: int | None = None
+
+
+def speak_from_sample(payload: dict[str, Any]) -> SampleSpeak:
     reject_unknown(payload, SAMPLE_FIELDS, "a synthesis request")
     stamp = payload.get("request_timestamp")
     rate = payload.get("sample_rate")
-    return Speak(
+    return SampleSpeak(
         text=required_text(payload), id=optional_id(payload, "request_id"),
-        voice=optional_id(payload, "voice"), speed=optional_speed(payload), legacy=True,
+        voice=optional_id(payload, "voice"), speed=optional_speed(payload),
         request_timestamp=check_timestamp(stamp) if stamp is not None else None,
         sample_rate=check_sample_rate(rate) if rate is not None else None,
     )
 
 
-def sample_from_speak(message: Speak) -> dict[str, Any]:
+def sample_from_speak(message: SampleSpeak) -> dict[str, Any]:
     out: dict[str, Any] = {"text": message.text, "request_id": message.id, "voice": message.voice,
                            "speed": message.speed, "request_timestamp": message.request_timestamp,
                            "sample_rate": message.sample_rate}

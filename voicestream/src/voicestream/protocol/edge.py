@@ -9,10 +9,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from .aws import is_sample_request, sample_error, sample_frame
+from .aws import SampleSpeak, is_sample_request, sample_error, sample_frame
 from .events import Cancelled, ErrorEvent, ServerEvent, UtteranceEnd, UtteranceStart
 from .fields import MAX_FRAME_BYTES, ProtocolError, load_object
-from .messages import ClientMessage, Speak
+from .messages import ClientMessage
 from .wire import parse_client_message
 
 
@@ -35,7 +35,7 @@ class ServerEdge:
                 exc.id = exc.id or f"request-{next(self._numbers)}"
                 self._sample_ids.setdefault(exc.id, time.monotonic())
             raise
-        if isinstance(message, Speak) and message.legacy:
+        if isinstance(message, SampleSpeak):
             if message.id is None:
                 message = replace(message, id=f"request-{next(self._numbers)}")
             self._sample_ids.setdefault(message.id, time.monotonic())  # type: ignore[arg-type]

@@ -84,16 +84,12 @@ class Configure:
 @dataclass(frozen=True, kw_only=True)
 class Speak:
     """One piece of text the client has cut (a sentence, or an early clause), spoken as given as
-    one utterance. ``legacy``: it came in the AWS sample's shape (see protocol.aws)."""
+    one utterance. One in the AWS sample's shape is an :class:`~voicestream.protocol.aws.SampleSpeak`."""
 
     text: str
     id: str | None = None
     voice: str | None = None
     speed: float | None = None
-    legacy: bool = False
-    # The AWS sample's shape only: when it was sent (epoch s), and this utterance's output rate.
-    request_timestamp: float | None = None
-    sample_rate: int | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,7 +182,7 @@ def message_to_payload(message: ClientMessage) -> dict[str, Any]:
     for name, value in vars(message).items():
         if isinstance(value, Normalization):
             body[name] = value.to_json()
-        elif value is not None and name != "legacy":
+        elif value is not None:
             body[name] = list(value) if isinstance(value, tuple) else value
     return body
 

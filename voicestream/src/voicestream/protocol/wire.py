@@ -9,7 +9,7 @@ from . import aws
 from .events import EVENTS, ServerEvent
 from .fields import MAX_FRAME_BYTES, MAX_ID_CHARS, ProtocolError, load_object
 from .messages import (
-    ClientMessage, Speak, SynthesisRequest, message_from_payload, message_to_payload, request_from_payload,
+    ClientMessage, SynthesisRequest, message_from_payload, message_to_payload, request_from_payload,
 )
 
 
@@ -38,7 +38,7 @@ def parse_client_message(raw: bytes | str) -> ClientMessage:
 
 def encode_client_message(message: ClientMessage) -> str:
     """Serialize a client message; the inverse of :func:`parse_client_message`."""
-    if isinstance(message, Speak) and message.legacy:
+    if isinstance(message, aws.SampleSpeak):
         return json.dumps(aws.sample_from_speak(message))
     return json.dumps(message_to_payload(message))
 
