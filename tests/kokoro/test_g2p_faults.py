@@ -48,10 +48,10 @@ def failing(tiny_model: Path) -> Iterator[str]:
         base = type(synth.phonemizer)
 
         class FailOnMarker(base):  # type: ignore[misc, valid-type]
-            def chunks(self, text, *, voice, notes=None):
+            def chunks(self, text, *, voice, **kwargs):
                 if MARKER in text:
                     raise OverflowError(f"injected G2P fault on {text!r}")
-                return super().chunks(text, voice=voice, notes=notes)
+                return super().chunks(text, voice=voice, **kwargs)
 
         synth.phonemizer.__class__ = FailOnMarker
         return synth
