@@ -8,8 +8,7 @@ from typing import Any
 
 import httpx
 
-from .measure import Target, _post_audio
-from .measure import RUN_TIMEOUT_S, BenchError, now
+from .measure import RUN_TIMEOUT_S, BenchError, Target, _post_audio, now
 
 
 def _sse_events(buffer: bytearray) -> list[tuple[str, dict[str, Any]]]:

@@ -109,7 +109,11 @@ async def livekit_answer(engine: Any, token_s: float) -> dict[str, float]:
 
 async def pipecat_answer(make_service: Callable[[], Any], token_s: float) -> dict[str, float]:
     from pipecat.frames.frames import (
-        Frame, LLMFullResponseEndFrame, LLMFullResponseStartFrame, LLMTextFrame, TTSAudioRawFrame,
+        Frame,
+        LLMFullResponseEndFrame,
+        LLMFullResponseStartFrame,
+        LLMTextFrame,
+        TTSAudioRawFrame,
     )
     from pipecat.pipeline.pipeline import Pipeline
     from pipecat.pipeline.worker import PipelineParams, PipelineWorker

@@ -41,9 +41,9 @@ from typing import Any
 import httpx
 
 from . import codec_quality, design, ladder, measure, report, sagemaker_relay
+from .chunker_bench import measure as chunker_measure
 from .codecs import codec_binary, codec_sse
 from .models import ModelChoice, choose_model, classify_model_dir, kokoro_python
-from .chunker_bench import measure as chunker_measure
 from .scenario import CODEC_TEXT, agent_answer
 from .server import ServerProcess, ping, quiesce
 

@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .windowing import REPO, VOICE, word_error_rate

@@ -63,10 +63,9 @@ async def ours(engine, voices, voice: str, text: str, *, windowed: bool, pace: f
 
 
 def loop(engine, voices, voice: str, text: str) -> tuple[float, float]:
-    from voicestream.chunker import iter_sentences
-
     from kokoro_server.g2p import Phonemizer
     from kokoro_server.model_dir import style_for
+    from voicestream.chunker import iter_sentences
 
     phonemizer = Phonemizer()
     phonemizer.phonemize("Warm up.", voice=voice)
@@ -81,9 +80,9 @@ def loop(engine, voices, voice: str, text: str) -> tuple[float, float]:
 def kpipeline(model, voice: str, text: str) -> tuple[float, float]:
     import torch
     from kokoro import KPipeline
-    from voicestream.chunker import iter_sentences
 
     from kokoro_server.engines.torch_engine import build_kmodel, load_checkpoint_strictly
+    from voicestream.chunker import iter_sentences
 
     kmodel = build_kmodel(model.config)
     load_checkpoint_strictly(kmodel, model.weights)

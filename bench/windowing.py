@@ -21,13 +21,12 @@ depends on the whole tensor's range) from what the windows themselves change.
 
 from __future__ import annotations
 
-from typing import Any
-
 import argparse
 import json
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import IO, Annotated, Any
 
 import typer
-from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from cli.aws import CliError, cli_errors, get_stack, make_target, require_outputs, stack_outputs
 from cli.options import Profile, Region
 from cli.stacks import AGENT_STACK
+from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 
 def sse_events(lines: Iterable[bytes | str]) -> Iterator[dict[str, Any]]:

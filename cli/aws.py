@@ -16,7 +16,6 @@ from typing import Any
 import boto3
 import botocore.session
 import typer
-from rich.markup import escape
 from botocore.exceptions import (
     BotoCoreError,
     ClientError,
@@ -29,6 +28,7 @@ from botocore.exceptions import (
     TokenRetrievalError,
     WaiterError,
 )
+from rich.markup import escape
 
 from cli.progress import err_console
 

@@ -18,15 +18,23 @@ from cli.aws import (
 from cli.aws_checks import check_agentcore_region, check_bedrock_model_id, check_bidi_streaming_region
 from cli.bedrock import check_first_call, check_model_access, resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
+from cli.commands import command_app, confirm_or_abort, connect, teardown_stacks
 from cli.options import (
-    DEFAULT_RUNTIME_NAME, BedrockModelId, DeleteImages, FailOnDiff, JsonOutput, Profile, Region, WaitTimeout, Yes,
+    DEFAULT_RUNTIME_NAME,
+    BedrockModelId,
+    DeleteImages,
+    FailOnDiff,
+    JsonOutput,
+    Profile,
+    Region,
+    WaitTimeout,
+    Yes,
     target_flags,
 )
 from cli.preflight import run_preflight
 from cli.progress import Steps, confirm, err_console, out_console, poll_until
 from cli.stacks import AGENT_STACK, ALL_STACKS, ENDPOINT_STACK, FOUNDATION_STACK
 from cli.status import NOT_FOUND, UNAVAILABLE, endpoint_report, render_report, runtime_report, stack_report
-from cli.commands import command_app, confirm_or_abort, connect, teardown_stacks
 from cli.teardown import runtime_log_groups
 
 app = command_app(name="deploy-agent",

@@ -17,25 +17,25 @@ from cli.aws import (
     require_outputs,
     stack_outputs,
 )
+from cli.aws_checks import endpoint_quota
 from cli.bedrock import resolve_bedrock_model_id
 from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
+from cli.commands import command_app, confirm_or_abort, connect, teardown_stacks
+from cli.live import live_report
 from cli.model_cache import sync_model_cache
 from cli.model_sources import MODEL_REPO_ID, HuggingFaceSource, LocalDirSource, ModelSource
-from cli.aws_checks import endpoint_quota
-from cli.tts_context import deployed_context, quota_check, tts_context
 from cli.options import (
+    DEFAULT_ENDPOINT_NAME,
+    DEFAULT_INSTANCE_TYPE,
     DEFAULT_MAX_INSTANCES,
+    DEFAULT_REVISION,
     DEFAULT_RUNTIME_NAME,
     AlarmEmail,
     DeleteImages,
-    FailOnDiff,
-    target_flags,
-    DEFAULT_ENDPOINT_NAME,
-    DEFAULT_INSTANCE_TYPE,
-    DEFAULT_REVISION,
     EndpointName,
     Engine,
     EngineOpt,
+    FailOnDiff,
     InstanceType,
     JsonOutput,
     MaxInstances,
@@ -45,17 +45,17 @@ from cli.options import (
     Region,
     WaitTimeout,
     Yes,
+    target_flags,
 )
-from cli.live import live_report
 from cli.plan import load_prices, make_plan, resolve_capacity
 from cli.plan import render as render_plan_text
 from cli.preflight import run_preflight
-from cli.scaling import AUTOSCALING_KEY, release_for_instance_change, restore_from_stack
 from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
+from cli.scaling import AUTOSCALING_KEY, release_for_instance_change, restore_from_stack
 from cli.stacks import AGENT_STACK, ENDPOINT_STACK, FOUNDATION_STACK, MODEL_CACHE_STACK, TTS_STACKS
-from cli.status import NOT_FOUND, endpoint_report, render_report, stack_report, cache_report
-from cli.commands import command_app, confirm_or_abort, connect, teardown_stacks
+from cli.status import NOT_FOUND, cache_report, endpoint_report, render_report, stack_report
 from cli.teardown import endpoint_log_group, runtime_log_groups
+from cli.tts_context import deployed_context, quota_check, tts_context
 
 app = command_app(name="deploy-tts", help="Deploy and manage the Kokoro-82M TTS endpoint on Amazon SageMaker.")
 

@@ -30,10 +30,14 @@ from cli.options import DEFAULT_ENDPOINT_NAME, Profile, Region
 from cli.progress import err_console, out_console
 from voicestream.chunker import aiter_sentences
 from voicestream.clients import (
-    AudioChunk, TtsConfigError, TtsConnectionError, TtsError, TtsServerError, TtsSession,
+    AudioChunk,
+    TtsConfigError,
+    TtsConnectionError,
+    TtsError,
+    TtsServerError,
+    TtsSession,
 )
 from voicestream.protocol import NATIVE_SAMPLE_RATE, SAMPLE_WIDTH, SynthesisRequest
-
 
 
 class Mode(StrEnum):

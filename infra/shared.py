@@ -14,9 +14,13 @@ from constructs import IConstruct
 
 # Both images build from the repository root: their Dockerfiles COPY the shared voicestream/.
 from infra.defaults import (  # noqa: F401  (re-exported for the stacks)
-    REPO_ROOT, STACK_AGENT, STACK_ENDPOINT, STACK_FOUNDATION, STACK_MODEL_CACHE, VARIANT_NAME,
+    REPO_ROOT,
+    STACK_AGENT,
+    STACK_ENDPOINT,
+    STACK_FOUNDATION,
+    STACK_MODEL_CACHE,
+    VARIANT_NAME,
 )
-
 
 SAGEMAKER_INVOKE_ACTIONS: Final = (
     "sagemaker:InvokeEndpoint",

@@ -22,8 +22,8 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from infra.config import Settings
 from infra import update_policy
+from infra.config import Settings
 from infra.observability import ROLLBACK_ALARMS, EndpointObservability
 from infra.shared import REPO_ROOT, TTS_IMAGE_EXCLUDES, VARIANT_NAME
 

@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from kokoro_server_fixture import REPO, KokoroServer
+
 from standins.sagemaker_runtime.launch import StandInInfo, StandInProcess
 
 _EXCEPTION_LINE = re.compile(r"^[\s|+]*[\w.]+(Error|Exception)\b.*")

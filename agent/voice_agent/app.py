@@ -30,6 +30,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from starlette.websockets import WebSocket, WebSocketState
 from strands import Agent
+
 from voicestream.protocol import CloseCode, ProtocolError
 from voicestream.protocol.sse import sse_frame
 
@@ -37,7 +38,7 @@ from .config import AgentConfig
 from .events import AgentError, AudioData, Interrupted, InterruptSent, Ready
 from .messages import MAX_MESSAGE_BYTES, InterruptRequest, PromptRequest, decode_message, parse_request
 from .models import ModelFactory, model_factory
-from .speaking import Audio, Turn, TurnItem, TurnRegistry, TtsConnector
+from .speaking import Audio, TtsConnector, Turn, TurnItem, TurnRegistry
 
 log = logging.getLogger(__name__)
 

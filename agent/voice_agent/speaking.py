@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 from strands import Agent
 from strands.types.exceptions import ConcurrencyException
+
 from voicestream.chunker import IncrementalSentenceChunker
 from voicestream.clients.base import TtsSession
 from voicestream.clients.errors import TtsError
@@ -32,7 +33,16 @@ from voicestream.clients.events import AudioChunk, Cancelled, ErrorEvent, TurnEn
 from voicestream.protocol import PCM_BYTES_PER_MS
 
 from .events import (
-    CLOSING_EVENTS, AgentError, AgentEvent, FirstAudio, Interrupted, Sentence, TextDelta, TextEnd, TurnStart, TurnSummary,
+    CLOSING_EVENTS,
+    AgentError,
+    AgentEvent,
+    FirstAudio,
+    Interrupted,
+    Sentence,
+    TextDelta,
+    TextEnd,
+    TurnStart,
+    TurnSummary,
 )
 from .heard import HeardWords, trim_history
 from .messages import PromptRequest

@@ -16,12 +16,18 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import websockets
-from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 from smithy_aws_event_stream.events import Event
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidURI
 
 from .sigv4 import AuthError, Credentials, EventSignatureChain, VerifiedRequest
 from .wire import (
-    EVENT_STREAM, BodyReader, WireError, decode_request_part, error_body, internal_stream_failure, model_stream_error,
+    EVENT_STREAM,
+    BodyReader,
+    WireError,
+    decode_request_part,
+    error_body,
+    internal_stream_failure,
+    model_stream_error,
     payload_part,
 )
 

@@ -18,9 +18,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aws_sdk_sagemaker_runtime_http2.models import (
-    InternalStreamFailure, ModelStreamError, RequestPayloadPart, RequestStreamEventPayloadPart,
-    ResponsePayloadPart, ResponseStreamEventInternalStreamFailure, ResponseStreamEventModelStreamError,
-    ResponseStreamEventPayloadPart, _RequestStreamEventDeserializer,
+    InternalStreamFailure,
+    ModelStreamError,
+    RequestPayloadPart,
+    RequestStreamEventPayloadPart,
+    ResponsePayloadPart,
+    ResponseStreamEventInternalStreamFailure,
+    ResponseStreamEventModelStreamError,
+    ResponseStreamEventPayloadPart,
+    _RequestStreamEventDeserializer,
 )
 from smithy_aws_event_stream._private.deserializers import EventDeserializer
 from smithy_aws_event_stream._private.serializers import EventSerializer

@@ -15,15 +15,14 @@ from typing import Any
 
 import httpx
 import pytest
-from kokoro_server_fixture import KokoroServer
 import uvicorn
+from kokoro_server_fixture import KokoroServer
 from waiting import wait_until
 
 from voice_agent.app import create_app
 from voice_agent.config import AgentConfig
 from voice_agent.models import ScriptedModel
 from voice_agent.speaking import TtsConnector
-
 
 # Short answers keep the tiny model's CPU synthesis (about a second a sentence) cheap. The first
 # piece is an early fragment (five words, then a comma), then two whole sentences.

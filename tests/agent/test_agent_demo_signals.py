@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from agent_harness import free_port
-from waiting import wait_until
 from kokoro_server_fixture import KokoroServer, kokoro_python
+from waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from agent_wire import TurnLog, sse_events, ws_open, ws_read_until_audio, ws_turn
 from agent_harness import ANSWER, PIECES, RunningAgent, free_port, serve_agent, tts_idle
+from agent_wire import TurnLog, sse_events, ws_open, ws_read_until_audio, ws_turn
 from waiting import wait_until
 from websockets.asyncio.server import ServerConnection, serve
 

@@ -14,22 +14,21 @@ import asyncio
 import contextlib
 import json
 import threading
-from dataclasses import dataclass
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
 
 import httpx
 import pytest
 from agent_harness import ANSWER, RunningAgent, fd_count, free_port, serve_agent, tts_idle
-from waiting import wait_until
 from agent_wire import TurnLog, ws_open, ws_read_turn, ws_read_until_audio, ws_turn
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from voicestream.protocol import ProtocolError
+from waiting import wait_until
 
 from voice_agent.messages import MAX_MESSAGE_BYTES, PromptRequest, decode_message, parse_request
+from voicestream.protocol import ProtocolError
 
 IN_PROCESS_CASES = 1_500
 LIVE_CASES = 300

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from agent_wire import TurnLog, sse_turn, ws_next_event, ws_open, ws_read_turn, ws_read_until_audio, ws_turn
 from agent_harness import ANSWER, PIECES, RunningAgent, tts_idle
+from agent_wire import TurnLog, sse_turn, ws_next_event, ws_open, ws_read_turn, ws_read_until_audio, ws_turn
 from waiting import wait_until
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import pytest
 from agent_harness import ANSWER, PIECES, serve_agent
-from waiting import wait_until
 from agent_wire import ws_open, ws_turn
-
 from sagemaker_local_fixture import SageMakerLocal
+from waiting import wait_until
 
 
 def test_agent_speaks_a_whole_turn_through_the_sagemaker_stand_in(

@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from agent_harness import ANSWER, PIECES, scripted
 from strands import Agent
-from voicestream.clients.events import AudioChunk, Cancelled, TtsEvent, TurnEnd, UtteranceEnd, UtteranceStart
-from voicestream.protocol import ProtocolError
 
 from voice_agent.config import AgentConfig, ConfigError, load_config
 from voice_agent.messages import InterruptRequest, Mode, PromptRequest, decode_message, parse_request
 from voice_agent.models import tokenize
 from voice_agent.speaking import Audio, Turn, TurnRegistry
+from voicestream.clients.events import AudioChunk, Cancelled, TtsEvent, TurnEnd, UtteranceEnd, UtteranceStart
+from voicestream.protocol import ProtocolError
 
 
 class FakeTts:

@@ -9,8 +9,9 @@ from typing import Any
 
 from agent_harness import ANSWER, scripted
 from strands import Agent
-from voice_agent.messages import PromptRequest
+
 from voice_agent.heard import CUT_MARK
+from voice_agent.messages import PromptRequest
 from voice_agent.speaking import Audio, Turn, TurnRegistry
 from voicestream.clients import connect_local
 from voicestream.protocol import PCM_BYTES_PER_MS

@@ -21,7 +21,6 @@ from kokoro_server_fixture import KokoroServer
 from bench import models as bench_models
 from bench.scenario import ANSWER_PARAGRAPHS, agent_answer
 
-
 REPO = Path(__file__).resolve().parents[2]
 MODES = ("batch", "stream", "bidi")
 CODECS = ("pcm", "wav", "mp3", "opus", "aac", "flac")

@@ -8,9 +8,10 @@ import asyncio
 import json
 from pathlib import Path
 
+from kokoro_server_fixture import KokoroServer  # the kokoro_server fixture: tests/conftest.py
+
 from bench import capacity
 from cli import plan
-from kokoro_server_fixture import KokoroServer  # the kokoro_server fixture: tests/conftest.py
 
 
 def _ladder(server: KokoroServer, rungs: list[int], budget_ms: float) -> list[capacity.Rung]:

@@ -5,10 +5,10 @@ Also imported by clitest_fake_cdk.py, the stand-in for the CDK CLI that tests pu
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import os
-import ast
 from pathlib import Path
 from typing import Any
 

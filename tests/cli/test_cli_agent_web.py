@@ -22,11 +22,10 @@ from urllib.parse import parse_qsl, quote, urlsplit
 
 import httpx
 import pytest
-from typer.testing import CliRunner
-
 from agent_harness import ANSWER, free_port, serve_agent, stats
-from waiting import wait_until
 from clitest_support import deploy_agent_runtime
+from typer.testing import CliRunner
+from waiting import wait_until
 
 from cli import deploy_agent
 from cli.agent_web import (

@@ -13,10 +13,10 @@ from typing import Any
 import boto3
 import pytest
 from botocore.stub import Stubber
+from conftest import AwsEnv
 
 from cli import aws_checks, bedrock, preflight
 from cli.aws import AwsTarget, make_target
-from conftest import AwsEnv
 
 REGION = "us-east-1"
 

@@ -15,7 +15,6 @@ from cli import deploy_tts
 from voicestream.clients.local import LocalHttpTts
 from voicestream.protocol import SynthesisRequest
 
-
 runner = CliRunner()
 TEXT = "Hello there. This is a test of the say command."
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 import trustme
-
 from sagemaker_local_fixture import SageMakerLocal
 
 DEPLOY_TTS = Path(sys.executable).parent / "deploy-tts"

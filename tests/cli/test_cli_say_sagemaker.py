@@ -6,11 +6,10 @@ import wave
 from pathlib import Path
 
 import pytest
+from sagemaker_local_fixture import SageMakerLocal
 from typer.testing import CliRunner
 
 from cli import deploy_tts
-
-from sagemaker_local_fixture import SageMakerLocal
 
 runner = CliRunner()
 

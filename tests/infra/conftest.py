@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from infra_support import CONCRETE_ENV, OVERRIDES, Synthesized, synthesize
 
 

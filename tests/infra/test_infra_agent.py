@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk.assertions import Template
-
 from infra_support import Synthesized, render
 
 

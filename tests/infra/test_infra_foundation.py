@@ -6,10 +6,10 @@ from typing import Any
 
 from aws_cdk import App
 from aws_cdk.assertions import Match, Template
+from infra_support import Synthesized, grants, render
 
 from infra.config import DEFAULTS, Settings
 from infra.foundation import FoundationStack
-from infra_support import Synthesized, grants, render
 
 
 def _foundation(**overrides: Any) -> dict[str, Any]:

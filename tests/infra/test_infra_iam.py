@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from infra_support import MODEL_PREFIX, Synthesized, grants, render, role_statements
 
 from infra.iam_audit import STAR_RESOURCE_ALLOWED, audit_template, iter_policy_documents
-from infra_support import MODEL_PREFIX, Synthesized, grants, render, role_statements
 
 P, R, A = "${AWS::Partition}", "${AWS::Region}", "${AWS::AccountId}"
 ENDPOINT_ARN = f"arn:{P}:sagemaker:{R}:{A}:endpoint/kokoro-tts"

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from aws_cdk.assertions import Match, Template
-
 from infra_support import MODEL_PREFIX, Synthesized, render
 
 BLOCK_ALL = {"BlockPublicAcls": True, "BlockPublicPolicy": True,

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Template
+from infra_support import Synthesized, render
 
 from infra.config import ConfigError, Settings
-from infra_support import Synthesized, render
 
 
 def _alarms(synth: Synthesized) -> dict[str, dict[str, Any]]:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from infra.snapshot import ACCEPT_COMMAND, ASSET_HASH_PLACEHOLDER, accept, compare, normalize, report
 from infra_support import STACK_NAMES, Synthesized
+
+from infra.snapshot import ACCEPT_COMMAND, ASSET_HASH_PLACEHOLDER, accept, compare, normalize, report
 
 
 def test_templates_match_the_baselines(default_synth: Synthesized) -> None:

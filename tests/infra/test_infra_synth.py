@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 from cfnlint.api import lint
-
 from infra_support import STACK_NAMES, Synthesized
 
 REPO = Path(__file__).resolve().parents[2]
@@ -77,9 +76,9 @@ def test_cdk_nag_has_no_unacknowledged_findings(default_synth: Synthesized, over
 def test_unacknowledged_finding_fails_synthesis(tmp_path: Path) -> None:
     """The plugin really runs: a new wildcard grant (no acknowledgement) makes synth fail."""
     from aws_cdk import aws_iam as iam
+    from infra_support import offline_environment
 
     from infra.app import build_app
-    from infra_support import offline_environment
 
     with offline_environment():
         built = build_app(outdir=str(tmp_path), use_default_environment=False)

@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 from aws_cdk.assertions import Match, Template
+from infra_support import Synthesized, render
 
 from infra import update_policy
 from infra.config import ConfigError, Settings
-from infra_support import Synthesized, render
 
 
 def _endpoint_template(synth: Synthesized) -> Template:

@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 import pytest
 import websockets
-
 from filter_pattern import clauses, matches, value
 from infra_support import Synthesized
 from kokoro_server_fixture import KokoroServer, kokoro_python  # the kokoro_server fixture: tests/conftest.py

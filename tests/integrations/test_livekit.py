@@ -15,13 +15,13 @@ from typing import TypeVar
 
 import httpx
 import pytest
+from kokoro_server_fixture import KokoroServer
 from livekit.agents import APIError, tts
 from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT, TimedString
-
-from kokoro_server_fixture import KokoroServer
 from sagemaker_local_fixture import SageMakerLocal
-from voicestream.integrations.livekit import KokoroTTS
 from waiting import wait_until_async
+
+from voicestream.integrations.livekit import KokoroTTS
 
 T = TypeVar("T")
 

@@ -15,19 +15,28 @@ from typing import Any, TypeVar
 
 import httpx
 import pytest
+from kokoro_server_fixture import KokoroServer
 from pipecat.frames.frames import (
-    ErrorFrame, Frame, InterruptionFrame, LLMFullResponseEndFrame, LLMFullResponseStartFrame, LLMTextFrame,
-    TTSAudioRawFrame, TTSSpeakFrame, TTSStartedFrame, TTSStoppedFrame, TTSTextFrame,
+    ErrorFrame,
+    Frame,
+    InterruptionFrame,
+    LLMFullResponseEndFrame,
+    LLMFullResponseStartFrame,
+    LLMTextFrame,
+    TTSAudioRawFrame,
+    TTSSpeakFrame,
+    TTSStartedFrame,
+    TTSStoppedFrame,
+    TTSTextFrame,
 )
 from pipecat.pipeline.pipeline import Pipeline
 from pipecat.pipeline.worker import PipelineParams, PipelineWorker
 from pipecat.processors.frame_processor import FrameDirection, FrameProcessor
 from pipecat.workers.runner import WorkerRunner
-
-from kokoro_server_fixture import KokoroServer
 from sagemaker_local_fixture import SageMakerLocal
-from voicestream.integrations.pipecat import KokoroTTSService
 from waiting import wait_until_async
+
+from voicestream.integrations.pipecat import KokoroTTSService
 
 T = TypeVar("T")
 

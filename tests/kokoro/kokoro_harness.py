@@ -10,8 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from voicestream.launch import KokoroProcess, free_port
 from waiting import wait_until
+
+from voicestream.launch import KokoroProcess, free_port
 
 __all__ = ["Server", "free_port", "start_server"]
 

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
 import real_audio as ra
 
 VOICE = "af_heart"

@@ -12,11 +12,11 @@ from collections.abc import Callable
 
 import numpy as np
 import pytest
-
 from hand_clock import HandClock
+
 from kokoro_server.engines.windows import Decoding, WindowPlan, plan_windows
-from kokoro_server.scheduler import Scheduler
 from kokoro_server.pace import PACE_INTERVAL_S, PaceMeter
+from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 
 pytestmark = pytest.mark.kokoro

@@ -23,10 +23,9 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
-
 from kokoro_harness import free_port
-from wsclient import collect, connect, of_type, send, sse_events
 from waiting import wait_until
+from wsclient import collect, connect, of_type, send, sse_events
 
 pytestmark = pytest.mark.kokoro
 

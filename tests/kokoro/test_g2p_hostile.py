@@ -23,10 +23,10 @@ import pytest
 from fuzz_profile import EXPLORE, fuzz_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
-from voicestream.protocol.normalization import NORMALIZE_NONE
 
 from kokoro_server.engines.base import MAX_PHONEMES
 from kokoro_server.g2p import MAX_NUMBER_DIGITS, Phonemizer, read_long_numbers, readable
+from voicestream.protocol.normalization import NORMALIZE_NONE
 
 pytestmark = pytest.mark.kokoro
 

@@ -11,8 +11,8 @@ import json
 
 import httpx
 import pytest
-from wsclient import collect, connect, of_type, send, sse_events
 from waiting import wait_until
+from wsclient import collect, connect, of_type, send, sse_events
 
 pytestmark = pytest.mark.kokoro
 

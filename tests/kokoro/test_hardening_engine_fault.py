@@ -18,7 +18,6 @@ from pathlib import Path
 import httpx
 import pytest
 import uvicorn
-
 from kokoro_harness import free_port
 from waiting import wait_until
 from wsclient import collect, connect, of_type, send

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from websockets.asyncio.client import connect as ws_connect
-from websockets.exceptions import ConnectionClosed
-
 from kokoro_harness import Server, start_server
 from waiting import wait_until
+from websockets.asyncio.client import connect as ws_connect
+from websockets.exceptions import ConnectionClosed
 from wsclient import collect, connect, of_type, receive, send
 
 pytestmark = pytest.mark.kokoro

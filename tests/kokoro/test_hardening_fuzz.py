@@ -25,11 +25,18 @@ import pytest
 from fuzz_profile import fuzz_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
-from voicestream.protocol import (
-    FORMATS, MESSAGE_TYPES, SAMPLE_RATES, Ping, ProtocolError, parse_client_message, parse_request,
-)
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as sync_connect
+
+from voicestream.protocol import (
+    FORMATS,
+    MESSAGE_TYPES,
+    SAMPLE_RATES,
+    Ping,
+    ProtocolError,
+    parse_client_message,
+    parse_request,
+)
 
 pytestmark = pytest.mark.kokoro
 

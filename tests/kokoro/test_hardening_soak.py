@@ -7,9 +7,9 @@ import asyncio
 import json
 
 import pytest
+from kokoro_harness import Server
 
 from bench.soak import soak
-from kokoro_harness import Server
 
 pytestmark = pytest.mark.kokoro
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from kokoro_harness import Server
 
 from bench.vanish import holds, vanish
-from kokoro_harness import Server
 
 pytestmark = pytest.mark.kokoro
 

@@ -9,8 +9,8 @@ import io
 import json
 
 import pytest
-
 from hand_clock import HandClock
+
 from kokoro_server import metrics
 
 

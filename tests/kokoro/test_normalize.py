@@ -11,12 +11,16 @@ import string
 import time
 
 import pytest
-from voicestream.protocol import ProtocolError
-from voicestream.protocol.normalization import (
-    NORMALIZE_ALL, NORMALIZE_GROUPS, NORMALIZE_NONE, Normalization, check_normalization,
-)
 
 from kokoro_server.normalize import RULES, normalize
+from voicestream.protocol import ProtocolError
+from voicestream.protocol.normalization import (
+    NORMALIZE_ALL,
+    NORMALIZE_GROUPS,
+    NORMALIZE_NONE,
+    Normalization,
+    check_normalization,
+)
 
 CASES = {  # group: (written, what G2P reads)
     "markdown": [

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
 import real_audio as ra
+
 from bench.normalization import VOICE, hear
 from bench.normalization_corpus import CORPUS, TEST_SUBSET
 

@@ -8,7 +8,7 @@ import asyncio
 import httpx
 import pytest
 from test_timestamps_routes import speak_with
-from wsclient import connect, collect, of_type, send, sse_events
+from wsclient import collect, connect, of_type, send, sse_events
 
 pytestmark = pytest.mark.kokoro
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import real_audio as ra
+
 from kokoro_server.config import ConfigError
 from kokoro_server.engines import MAX_PHONEMES, EngineError, load_engine
 from kokoro_server.engines.onnx_engine import OnnxEngine, intra_op_threads, pick_providers

@@ -20,11 +20,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import real_audio as ra
+
 from kokoro_server.model_dir import VOICE_SHAPE, open_model_dir
 from kokoro_tools.packaged_weights import (
-    DEFAULT_DIR, KNOWN_PART_SHA256, WEIGHTS_NAME, PackagedWeightsError, Sources, build_model_dir,
+    DEFAULT_DIR,
+    KNOWN_PART_SHA256,
+    WEIGHTS_NAME,
+    PackagedWeightsError,
+    Sources,
+    build_model_dir,
     installed_sources,
 )
 

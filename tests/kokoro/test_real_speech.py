@@ -14,7 +14,6 @@ from collections.abc import Iterator
 import httpx
 import numpy as np
 import pytest
-
 import real_audio as ra
 from real_audio import SR, assert_speech, rms_dbfs, s16le_to_float, seam_jumps, voicing
 

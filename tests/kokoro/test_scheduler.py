@@ -8,9 +8,9 @@ import threading
 from dataclasses import dataclass
 
 import pytest
+from hand_clock import HandClock
 
 from bench.variants import RoundRobinScheduler
-from hand_clock import HandClock
 from kokoro_server.scheduler import Scheduler
 
 pytestmark = pytest.mark.kokoro

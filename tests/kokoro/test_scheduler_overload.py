@@ -6,8 +6,8 @@ import asyncio
 import threading
 
 import pytest
-
 from hand_clock import HandClock
+
 from kokoro_server.scheduler import Scheduler
 
 pytestmark = pytest.mark.kokoro

@@ -6,7 +6,6 @@ import asyncio
 import json
 
 import pytest
-
 from wsclient import audio_bytes, collect, connect, of_type, receive, send
 
 pytestmark = pytest.mark.kokoro

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-
 from wsclient import collect, connect, of_type, receive, send
 
 pytestmark = pytest.mark.kokoro

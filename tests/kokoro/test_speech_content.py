@@ -28,7 +28,6 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-
 import real_audio as ra
 import speech_content as sc
 

@@ -25,10 +25,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from kokoro_harness import free_port
-from kokoro_server.supervisor import EXIT_BAD_MODEL, MAX_RESTARTS, Supervisor, resolve_run_as
 from waiting import wait_until
+
+from kokoro_server.supervisor import EXIT_BAD_MODEL, MAX_RESTARTS, Supervisor, resolve_run_as
 
 pytestmark = pytest.mark.kokoro
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import httpx
 import numpy as np
 import pytest
-from voicestream.protocol import ProtocolError
 
 from kokoro_server.voices import BLEND_CACHE, VoiceBook, parse_blend
+from voicestream.protocol import ProtocolError
 
 pytestmark = pytest.mark.kokoro
 

@@ -13,13 +13,13 @@ from pathlib import Path
 import numpy as np
 import onnxruntime as ort
 import pytest
-
 import real_audio as ra
+
 from bench.audio_metrics import jumps, largest_jump_near, log_mel_distance
+from bench.variants import PerChunkSynthesizer
 from kokoro_server.engines import WindowPlan, load_engine
 from kokoro_server.model_dir import open_model_dir, style_for
 from kokoro_server.scheduler import Scheduler
-from bench.variants import PerChunkSynthesizer
 from kokoro_server.synth import Synthesizer
 
 pytestmark = pytest.mark.kokoro
@@ -262,7 +262,6 @@ def test_one_sentence_arrives_in_several_pieces_on_both_routes(server) -> None:
 
     import httpx
     import websockets
-
     import wsclient
 
     response = httpx.post(f"{server.http}/invocations", timeout=120,

@@ -14,16 +14,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from voicestream.chunker import iter_sentences
-from voicestream.protocol.normalization import NORMALIZE_NONE
-
 import real_audio as ra
+
 from kokoro_server.engines import load_engine
 from kokoro_server.g2p import Phonemizer, chunk_jobs
 from kokoro_server.model_dir import ModelDir, open_model_dir
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 from kokoro_server.words import ChunkWord, TextAligner, WordTiming, phoneme_frame_starts
+from voicestream.chunker import iter_sentences
+from voicestream.protocol.normalization import NORMALIZE_NONE
 
 pytestmark = pytest.mark.kokoro
 

@@ -18,18 +18,28 @@ import pytest
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
 from aws_sdk_sagemaker_runtime_http2.config import AsyncSageMakerRuntimeHTTP2Config
 from aws_sdk_sagemaker_runtime_http2.models import (
-    InvokeEndpointWithBidirectionalStreamInput, RequestPayloadPart, RequestStreamEventPayloadPart,
+    InvokeEndpointWithBidirectionalStreamInput,
+    RequestPayloadPart,
+    RequestStreamEventPayloadPart,
     ResponseStreamEventPayloadPart,
 )
+from sagemaker_local_fixture import ACCESS_KEY_ID, SECRET_ACCESS_KEY, SageMakerLocal
 from smithy_aws_core.identity import StaticCredentialsResolver
 
 from voicestream.clients import (
-    AudioChunk, Cancelled, Configured, TtsConfigError, TtsConnectionError, TtsEvent, TtsServerError, TurnEnd,
-    UtteranceEnd, UtteranceStart, connect_sagemaker,
+    AudioChunk,
+    Cancelled,
+    Configured,
+    TtsConfigError,
+    TtsConnectionError,
+    TtsEvent,
+    TtsServerError,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
+    connect_sagemaker,
 )
 from voicestream.clients._crt import CaBundleCRTClient
-
-from sagemaker_local_fixture import ACCESS_KEY_ID, SECRET_ACCESS_KEY, SageMakerLocal
 
 T = TypeVar("T")
 

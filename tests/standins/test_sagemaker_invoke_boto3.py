@@ -11,12 +11,11 @@ import json
 import boto3
 import botocore.exceptions
 import pytest
+from sagemaker_local_fixture import SageMakerLocal
 
 from voicestream.clients import TtsServerError
 from voicestream.clients.sagemaker import SageMakerStreamingTts
 from voicestream.protocol import SynthesisRequest
-
-from sagemaker_local_fixture import SageMakerLocal
 
 
 @pytest.fixture

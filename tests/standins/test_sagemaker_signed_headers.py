@@ -18,10 +18,9 @@ import botocore.awsrequest
 import botocore.credentials
 import botocore.exceptions
 import pytest
+from sagemaker_local_fixture import SageMakerLocal
 
 from standins.sagemaker_runtime.sigv4 import AuthError, Credentials, IncomingRequest, RequestVerifier
-
-from sagemaker_local_fixture import SageMakerLocal
 
 CREDS = Credentials(access_key_id="AKIDEXAMPLE", secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
 PATH = "/endpoints/kokoro-tts/invocations"

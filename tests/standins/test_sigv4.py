@@ -14,7 +14,12 @@ from smithy_aws_core.identity import AWSCredentialsIdentity
 from smithy_aws_event_stream.events import EventHeaderEncoder, EventMessage
 
 from standins.sagemaker_runtime.sigv4 import (
-    AuthError, Credentials, EventSignatureChain, IncomingRequest, RequestVerifier, VerifiedRequest,
+    AuthError,
+    Credentials,
+    EventSignatureChain,
+    IncomingRequest,
+    RequestVerifier,
+    VerifiedRequest,
 )
 
 CREDS = Credentials(access_key_id="AKIDEXAMPLE", secret_access_key="wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")

@@ -16,13 +16,25 @@ from kokoro_server_fixture import KokoroServer
 from websockets.asyncio.server import ServerConnection, serve
 
 from voicestream.clients import (
-    AudioChunk, Cancelled, Configured, ErrorEvent, LocalHttpTts, Pong, TtsConnectionError, TtsEvent,
-    TtsServerError, TtsSession, TtsTimeoutError, TurnEnd, UtteranceEnd, UtteranceStart, WebSocketTransport,
+    AudioChunk,
+    Cancelled,
+    Configured,
+    ErrorEvent,
+    LocalHttpTts,
+    Pong,
+    TtsConnectionError,
+    TtsEvent,
+    TtsServerError,
+    TtsSession,
+    TtsTimeoutError,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
+    WebSocketTransport,
     connect_local,
 )
 from voicestream.clients.base import RESUME_ATTEMPTS
 from voicestream.protocol import SynthesisRequest
-
 
 T = TypeVar("T")
 

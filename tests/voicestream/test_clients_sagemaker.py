@@ -22,9 +22,15 @@ import botocore.session
 import pytest
 import urllib3
 from aws_sdk_sagemaker_runtime_http2.models import (
-    InternalStreamFailure, InvokeEndpointWithBidirectionalStreamInput, InvokeEndpointWithBidirectionalStreamOutput,
-    ModelStreamError, ResponsePayloadPart, ResponseStreamEventInternalStreamFailure,
-    ResponseStreamEventModelStreamError, ResponseStreamEventPayloadPart, _ResponseStreamEventDeserializer,
+    InternalStreamFailure,
+    InvokeEndpointWithBidirectionalStreamInput,
+    InvokeEndpointWithBidirectionalStreamOutput,
+    ModelStreamError,
+    ResponsePayloadPart,
+    ResponseStreamEventInternalStreamFailure,
+    ResponseStreamEventModelStreamError,
+    ResponseStreamEventPayloadPart,
+    _ResponseStreamEventDeserializer,
 )
 from botocore.awsrequest import AWSResponse
 from smithy_aws_event_stream._private.serializers import EventSerializer
@@ -34,8 +40,15 @@ from smithy_core.aio.eventstream import DuplexEventStream
 from smithy_json import JSONCodec
 
 from voicestream.clients import (
-    AudioChunk, Configured, TtsConfigError, TtsConnectionError, TtsEvent, TtsServerError, TurnEnd,
-    UtteranceEnd, UtteranceStart,
+    AudioChunk,
+    Configured,
+    TtsConfigError,
+    TtsConnectionError,
+    TtsEvent,
+    TtsServerError,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
 )
 from voicestream.clients.sagemaker import SageMakerStreamingTts
 from voicestream.clients.sagemaker_bidi import BotoCredentialsResolver, connect_sagemaker, endpoint_uri

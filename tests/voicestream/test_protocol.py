@@ -8,11 +8,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from voicestream.protocol.aws import SampleSpeak
 from voicestream.protocol import (
-    MAX_FRAME_BYTES, Cancel, Close, Configure, Delta, Flush, Ping, ProtocolError, Speak,
-    SynthesisRequest, encode_client_message, parse_client_message, parse_request,
+    MAX_FRAME_BYTES,
+    Cancel,
+    Close,
+    Configure,
+    Delta,
+    Flush,
+    Ping,
+    ProtocolError,
+    Speak,
+    SynthesisRequest,
+    encode_client_message,
+    parse_client_message,
+    parse_request,
 )
+from voicestream.protocol.aws import SampleSpeak
 
 VALID = [
     ({"type": "configure", "voice": "af_heart", "speed": 1.2, "format": "mp3", "sample_rate": 16000},

@@ -7,12 +7,31 @@ import json
 
 import pytest
 
-from voicestream.protocol.aws import SampleSpeak
 from voicestream.protocol import (
-    EVENTS, Cancelled, Configured, ErrorEvent, Pong, ProtocolError, ServerEdge, Speak, SseAudio, SseEnd,
-    SseStart, TurnEnd, UtteranceEnd, UtteranceStart, Words, WordTime, check_audio_format, decode_event,
-    encode_event, encode_sse, parse_event, parse_sse,
+    EVENTS,
+    Cancelled,
+    Configured,
+    ErrorEvent,
+    Pong,
+    ProtocolError,
+    ServerEdge,
+    Speak,
+    SseAudio,
+    SseEnd,
+    SseStart,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
+    Words,
+    WordTime,
+    check_audio_format,
+    decode_event,
+    encode_event,
+    encode_sse,
+    parse_event,
+    parse_sse,
 )
+from voicestream.protocol.aws import SampleSpeak
 
 EVENTS_SENT = [
     Configured(voice="af_heart", speed=1.2, format="mp3", sample_rate=16000, voices=("af_heart", "am_michael"),

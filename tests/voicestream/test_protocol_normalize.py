@@ -5,8 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from voicestream.protocol import (
-    Configure, ProtocolError, SessionSettings, SynthesisRequest, encode_client_message, parse_client_message,
+    Configure,
+    ProtocolError,
+    SessionSettings,
+    SynthesisRequest,
+    encode_client_message,
+    parse_client_message,
     parse_request,
 )
 from voicestream.protocol.normalization import NORMALIZE_ALL, NORMALIZE_NONE, Normalization

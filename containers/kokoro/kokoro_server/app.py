@@ -27,6 +27,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
+
 from voicestream.protocol import CloseCode, ErrorEvent, encode_event
 
 from . import openai_api

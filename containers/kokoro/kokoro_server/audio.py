@@ -67,8 +67,14 @@ from typing import Final
 import av
 import numpy as np
 import numpy.typing as npt
+
 from voicestream.protocol import (
-    CONTENT_TYPES, FORMATS, NATIVE_SAMPLE_RATE, SAMPLE_RATES, SUPPORTED_RATES, check_audio_format,
+    CONTENT_TYPES,
+    FORMATS,
+    NATIVE_SAMPLE_RATE,
+    SAMPLE_RATES,
+    SUPPORTED_RATES,
+    check_audio_format,
 )
 
 from .exclusive import Exclusive, ExclusiveClosed

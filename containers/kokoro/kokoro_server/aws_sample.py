@@ -32,6 +32,7 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
+
 from voicestream.protocol import ProtocolError, SynthesisRequest, aws
 from voicestream.protocol.sse import sse_frame
 

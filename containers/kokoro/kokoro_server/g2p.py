@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, replace
 
 from kokoro import KPipeline
 from misaki.en import subtokenize
+
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 
 from .engines.base import MAX_PHONEMES

@@ -24,9 +24,18 @@ from dataclasses import dataclass
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+
 from voicestream.chunker import iter_sentences
 from voicestream.protocol import (
-    MAX_TEXT_CHARS, ErrorEvent, ProtocolError, SseAudio, SseEnd, SseStart, SseWords, SynthesisRequest, encode_sse,
+    MAX_TEXT_CHARS,
+    ErrorEvent,
+    ProtocolError,
+    SseAudio,
+    SseEnd,
+    SseStart,
+    SseWords,
+    SynthesisRequest,
+    encode_sse,
     parse_request,
 )
 

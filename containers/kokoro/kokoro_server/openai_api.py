@@ -34,8 +34,14 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
+
 from voicestream.protocol import (
-    FORMATS, NATIVE_SAMPLE_RATE, ProtocolError, SynthesisRequest, check_speed, check_text,
+    FORMATS,
+    NATIVE_SAMPLE_RATE,
+    ProtocolError,
+    SynthesisRequest,
+    check_speed,
+    check_text,
 )
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization, check_normalization
 from voicestream.protocol.sse import sse_frame

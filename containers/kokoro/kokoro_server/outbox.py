@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Protocol, Union
 
 from starlette.websockets import WebSocket
+
 from voicestream.protocol import AUDIO_FRAME_BYTES, ServerEdge, ServerEvent
 
 log = logging.getLogger(__name__)

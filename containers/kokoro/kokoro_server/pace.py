@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .engines import Engine

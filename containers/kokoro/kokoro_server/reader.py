@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from starlette.websockets import WebSocket, WebSocketDisconnect
+
 from voicestream.protocol import ClientMessage, Close, ErrorEvent, ProtocolError, ServerEdge, ServerEvent
 
 log = logging.getLogger(__name__)

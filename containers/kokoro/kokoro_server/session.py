@@ -20,9 +20,25 @@ import time
 from dataclasses import replace
 
 from starlette.websockets import WebSocket
+
 from voicestream.protocol import (
-    MAX_FRAME_BYTES, Cancel, Cancelled, ClientMessage, Configure, Configured, Delta, ErrorEvent, Flush, Ping,
-    Pong, ServerEdge, ServerEvent, SessionSettings, Speak, aws, check_audio_format,
+    MAX_FRAME_BYTES,
+    Cancel,
+    Cancelled,
+    ClientMessage,
+    Configure,
+    Configured,
+    Delta,
+    ErrorEvent,
+    Flush,
+    Ping,
+    Pong,
+    ServerEdge,
+    ServerEvent,
+    SessionSettings,
+    Speak,
+    aws,
+    check_audio_format,
 )
 
 from .config import Settings

@@ -7,7 +7,12 @@ import logging
 from collections.abc import Callable
 
 from voicestream.protocol import (
-    ErrorEvent, SessionSettings, TurnEnd, UtteranceEnd, UtteranceStart, Words,
+    ErrorEvent,
+    SessionSettings,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
+    Words,
 )
 
 from .audio import StreamEncoder, encode_off_loop

@@ -35,6 +35,7 @@ from dataclasses import dataclass, replace
 from typing import Hashable
 
 import numpy as np
+
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Mapping
 
 import numpy as np
+
 from voicestream.protocol import ProtocolError
 
 MAX_BLEND_PARTS = 8

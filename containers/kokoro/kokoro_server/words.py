@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+
 from voicestream.protocol import NATIVE_SAMPLE_RATE, WordTime
 
 

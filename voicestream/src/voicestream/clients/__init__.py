@@ -12,10 +12,23 @@ from typing import TYPE_CHECKING, Any
 
 from .base import FrameTransport, StreamingTts, TtsSession
 from .errors import (
-    TtsConfigError, TtsConnectionError, TtsError, TtsProtocolError, TtsServerError, TtsTimeoutError,
+    TtsConfigError,
+    TtsConnectionError,
+    TtsError,
+    TtsProtocolError,
+    TtsServerError,
+    TtsTimeoutError,
 )
 from .events import (
-    AudioChunk, Cancelled, Configured, ErrorEvent, Pong, TtsEvent, TurnEnd, UtteranceEnd, UtteranceStart,
+    AudioChunk,
+    Cancelled,
+    Configured,
+    ErrorEvent,
+    Pong,
+    TtsEvent,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
 )
 
 if TYPE_CHECKING:

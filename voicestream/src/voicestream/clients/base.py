@@ -16,16 +16,38 @@ from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaita
 from typing import Protocol, runtime_checkable
 
 from voicestream.protocol import (
-    Cancel, Close, CloseCode, Configure, Delta, Flush, Format, Ping, Speak, SynthesisRequest,
+    Cancel,
+    Close,
+    CloseCode,
+    Configure,
+    Delta,
+    Flush,
+    Format,
+    Ping,
+    Speak,
+    SynthesisRequest,
     encode_client_message,
 )
 
 from .errors import (
-    TtsConfigError, TtsConnectionError, TtsError, TtsProtocolError, TtsServerError, TtsTimeoutError,
+    TtsConfigError,
+    TtsConnectionError,
+    TtsError,
+    TtsProtocolError,
+    TtsServerError,
+    TtsTimeoutError,
 )
 from .events import (
-    AudioChunk, Cancelled, Configured, ErrorEvent, Pong, TtsEvent, TurnEnd, UtteranceEnd,
-    UtteranceStart, decode_frame,
+    AudioChunk,
+    Cancelled,
+    Configured,
+    ErrorEvent,
+    Pong,
+    TtsEvent,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
+    decode_frame,
 )
 from .resume import ResumeLog
 

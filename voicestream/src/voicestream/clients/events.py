@@ -10,8 +10,17 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from voicestream.protocol import (
-    Cancelled, Configured, ErrorEvent, Pong, ProtocolError, TurnEnd, UtteranceEnd, UtteranceStart, Words,
-    WordTime, decode_event,
+    Cancelled,
+    Configured,
+    ErrorEvent,
+    Pong,
+    ProtocolError,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
+    Words,
+    WordTime,
+    decode_event,
 )
 from voicestream.protocol import parse_event as _parse_event
 

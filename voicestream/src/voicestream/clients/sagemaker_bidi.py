@@ -26,9 +26,14 @@ import boto3
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
 from aws_sdk_sagemaker_runtime_http2.config import AsyncSageMakerRuntimeHTTP2Config
 from aws_sdk_sagemaker_runtime_http2.models import (
-    InternalStreamFailure, InvokeEndpointWithBidirectionalStreamInput, ModelError, RequestPayloadPart,
-    RequestStreamEventPayloadPart, ResponseStreamEventInternalStreamFailure,
-    ResponseStreamEventModelStreamError, ResponseStreamEventPayloadPart,
+    InternalStreamFailure,
+    InvokeEndpointWithBidirectionalStreamInput,
+    ModelError,
+    RequestPayloadPart,
+    RequestStreamEventPayloadPart,
+    ResponseStreamEventInternalStreamFailure,
+    ResponseStreamEventModelStreamError,
+    ResponseStreamEventPayloadPart,
 )
 from smithy_aws_core.identity import AWSCredentialsIdentity, AWSIdentityProperties
 from smithy_core.exceptions import CallError

@@ -27,20 +27,35 @@ from dataclasses import dataclass
 from typing import Literal
 
 from livekit.agents import (
-    DEFAULT_API_CONNECT_OPTIONS, APIConnectionError, APIConnectOptions, APIError, APITimeoutError, tts,
+    DEFAULT_API_CONNECT_OPTIONS,
+    APIConnectionError,
+    APIConnectOptions,
+    APIError,
+    APITimeoutError,
+    tts,
     utils,
 )
 from livekit.agents.types import NOT_GIVEN, NotGivenOr, TimedString
 
 from voicestream.clients import (
-    AudioChunk, TtsConnectionError, TtsError, TtsServerError, TtsSession, TtsTimeoutError, TurnEnd,
+    AudioChunk,
+    TtsConnectionError,
+    TtsError,
+    TtsServerError,
+    TtsSession,
+    TtsTimeoutError,
+    TurnEnd,
     UtteranceStart,
 )
 from voicestream.protocol import NATIVE_SAMPLE_RATE, SAMPLE_WIDTH, Words
 
 from ._common import (
-    KokoroTarget, PieceCutter, SessionPool, check_sample_rate,
-    open_session, word_spans,
+    KokoroTarget,
+    PieceCutter,
+    SessionPool,
+    check_sample_rate,
+    open_session,
+    word_spans,
 )
 
 __all__ = ["KokoroTTS", "KokoroSynthesizeStream"]

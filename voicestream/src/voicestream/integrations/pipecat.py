@@ -27,12 +27,27 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loguru import logger
-from pipecat.frames.frames import CancelFrame, EndFrame, ErrorFrame, Frame, StartFrame, TTSAudioRawFrame, TTSStoppedFrame
+from pipecat.frames.frames import (
+    CancelFrame,
+    EndFrame,
+    ErrorFrame,
+    Frame,
+    StartFrame,
+    TTSAudioRawFrame,
+    TTSStoppedFrame,
+)
 from pipecat.services.settings import TTSSettings
 from pipecat.services.tts_service import TextAggregationMode, TTSService
 
 from voicestream.clients import (
-    AudioChunk, Cancelled, ErrorEvent, TtsError, TtsEvent, TtsSession, UtteranceEnd, UtteranceStart,
+    AudioChunk,
+    Cancelled,
+    ErrorEvent,
+    TtsError,
+    TtsEvent,
+    TtsSession,
+    UtteranceEnd,
+    UtteranceStart,
 )
 from voicestream.protocol import SAMPLE_WIDTH, Words
 

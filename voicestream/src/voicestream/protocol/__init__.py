@@ -17,26 +17,74 @@ data and validation, so both sides agree on what is valid and every refusal name
 from __future__ import annotations
 
 from .audio import (
-    AUDIO_FRAME_BYTES, CHANNELS, CONTENT_TYPES, FORMATS, NATIVE_SAMPLE_RATE, PCM_BYTES_PER_MS,
-    PCM_BYTES_PER_SECOND, SAMPLE_RATES, SAMPLE_WIDTH, SUPPORTED_RATES, Format, check_audio_format,
-    check_format, check_sample_rate,
+    AUDIO_FRAME_BYTES,
+    CHANNELS,
+    CONTENT_TYPES,
+    FORMATS,
+    NATIVE_SAMPLE_RATE,
+    PCM_BYTES_PER_MS,
+    PCM_BYTES_PER_SECOND,
+    SAMPLE_RATES,
+    SAMPLE_WIDTH,
+    SUPPORTED_RATES,
+    Format,
+    check_audio_format,
+    check_format,
+    check_sample_rate,
 )
 from .edge import ServerEdge
 from .events import (
-    EVENTS, SERVER_EVENT_TYPES, Cancelled, CloseCode, Configured, ErrorEvent, Pong, ServerEvent,
-    TurnEnd, UtteranceEnd, UtteranceStart, Words, WordTime, server_event,
+    EVENTS,
+    SERVER_EVENT_TYPES,
+    Cancelled,
+    CloseCode,
+    Configured,
+    ErrorEvent,
+    Pong,
+    ServerEvent,
+    TurnEnd,
+    UtteranceEnd,
+    UtteranceStart,
+    Words,
+    WordTime,
+    server_event,
 )
 from .fields import (
-    MAX_FRAME_BYTES, MAX_ID_CHARS, MAX_TEXT_CHARS, PROTOCOL_VERSION, SPEED_MAX, SPEED_MIN, TRANSPORTS,
-    ProtocolError, Transport, check_identifier, check_speed, check_text, check_transport,
+    MAX_FRAME_BYTES,
+    MAX_ID_CHARS,
+    MAX_TEXT_CHARS,
+    PROTOCOL_VERSION,
+    SPEED_MAX,
+    SPEED_MIN,
+    TRANSPORTS,
+    ProtocolError,
+    Transport,
+    check_identifier,
+    check_speed,
+    check_text,
+    check_transport,
 )
 from .messages import (
-    MESSAGE_TYPES, Cancel, ClientMessage, Close, Configure, Delta, Flush, Ping, SessionSettings, Speak,
+    MESSAGE_TYPES,
+    Cancel,
+    ClientMessage,
+    Close,
+    Configure,
+    Delta,
+    Flush,
+    Ping,
+    SessionSettings,
+    Speak,
     SynthesisRequest,
 )
 from .sse import SSE_EVENTS, SseAudio, SseEnd, SseStart, SseWords, encode_sse, parse_sse
 from .wire import (
-    decode_event, encode_client_message, encode_event, parse_client_message, parse_event, parse_request,
+    decode_event,
+    encode_client_message,
+    encode_event,
+    parse_client_message,
+    parse_event,
+    parse_request,
 )
 
 __all__ = [

@@ -23,8 +23,14 @@ from typing import Any, Final
 from .audio import check_sample_rate
 from .events import ErrorEvent, ServerEvent, UtteranceEnd, UtteranceStart
 from .fields import (
-    ProtocolError, check_bool, check_timestamp, invalid, optional_id,
-    optional_speed, reject_unknown, required_text,
+    ProtocolError,
+    check_bool,
+    check_timestamp,
+    invalid,
+    optional_id,
+    optional_speed,
+    reject_unknown,
+    required_text,
 )
 from .messages import Speak, SynthesisRequest, request_from_payload
 

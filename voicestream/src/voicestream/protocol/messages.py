@@ -7,8 +7,18 @@ from typing import Any, Final, Union
 
 from .audio import NATIVE_SAMPLE_RATE, Format, check_format, check_sample_rate
 from .fields import (
-    ProtocolError, Transport, check_bool, check_identifier, check_ids, check_speed, check_text, check_transport, optional_id,
-    optional_speed, reject_unknown, required_text,
+    ProtocolError,
+    Transport,
+    check_bool,
+    check_identifier,
+    check_ids,
+    check_speed,
+    check_text,
+    check_transport,
+    optional_id,
+    optional_speed,
+    reject_unknown,
+    required_text,
 )
 from .normalization import NORMALIZE_ALL, Normalization, check_normalization
 

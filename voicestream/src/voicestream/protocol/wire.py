@@ -9,7 +9,11 @@ from . import aws
 from .events import EVENTS, ServerEvent
 from .fields import MAX_FRAME_BYTES, MAX_ID_CHARS, ProtocolError, load_object
 from .messages import (
-    ClientMessage, SynthesisRequest, message_from_payload, message_to_payload, request_from_payload,
+    ClientMessage,
+    SynthesisRequest,
+    message_from_payload,
+    message_to_payload,
+    request_from_payload,
 )
 
 
