@@ -57,10 +57,10 @@ $(VOICES_SDIST): | $(KVENV)/.installed
 
 test: lint test-kokoro test-tooling ## lint, types, then every test, offline
 
-lint: $(VENV)/.installed ## ruff (defects, not style) and mypy (strict for voicestream); rules in pyproject.toml
+lint: $(VENV)/.installed ## ruff (defects, import order, line length, complexity) and mypy --strict; rules in pyproject.toml
 	@echo "lint: ruff check ([tool.ruff.lint] in pyproject.toml; 'ruff rule CODE' explains a finding)"
 	@$(VENV)/bin/ruff check --output-format concise .
-	@echo "lint: mypy ([tool.mypy] in pyproject.toml; strict for voicestream, normal elsewhere)"
+	@echo "lint: mypy ([tool.mypy] in pyproject.toml; strict for every package)"
 	@$(VENV)/bin/mypy
 
 test-kokoro: $(KVENV)/.installed $(VOICES_SDIST)
