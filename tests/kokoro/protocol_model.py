@@ -41,75 +41,135 @@ class ProtocolModel:
         self.turn += 1
 
 
+@dataclass
+class _Heard:
+    """What the server's frames said so far, tallied the way the promises are stated."""
+
+    current: str | None = None  # binary frames belong to the utterance last started
+    started: set[str] = field(default_factory=set)
+    ended: Counter[str] = field(default_factory=Counter)
+    cancelled: Counter[str] = field(default_factory=Counter)
+    errored: set[str] = field(default_factory=set)
+    turn_ends: Counter[int] = field(default_factory=Counter)
+    pongs: int = 0
+    configured: int = 0
+    config_errors: int = 0
+
+
 def violations(model: ProtocolModel, events: list[Event], *, settled: bool) -> list[str]:
     """The promises ``events`` break. ``settled``: everything sent has had time to be answered
     (then every request must have its answer, not merely no wrong one)."""
     found: list[str] = []
-    current: str | None = None  # binary frames belong to the utterance last started
-    started: set[str] = set()
-    ended: Counter[str] = Counter()
-    cancelled: Counter[str] = Counter()
-    errored: set[str] = set()
-    turn_ends: Counter[int] = Counter()
-    pongs = configured = config_errors = 0
+    heard = _Heard()
     for at, event in enumerate(events):
-        kind = event["type"]
-        if kind == "utterance_start":
-            uid = event["id"]
-            if uid in started:
-                found.append(f"#{at}: utterance {uid} started twice")
-            if cancelled[uid]:
-                found.append(f"#{at}: utterance {uid} started after it was cancelled")
-            if uid in model.speaks and event["turn"] != model.speaks[uid]:
-                found.append(f"#{at}: utterance {uid} in turn {event['turn']}, sent in turn {model.speaks[uid]}")
-            started.add(uid)
-            current = uid
-        elif kind in ("audio", "words", "utterance_end"):
-            uid = current if kind == "audio" else event["id"]
-            if uid is None or uid not in started:
-                found.append(f"#{at}: {kind} of an utterance never started ({uid})")
-            elif cancelled[uid]:
-                found.append(f"#{at}: {kind} of {uid} after the cancelled that listed it")
-            if kind == "utterance_end":
-                ended[uid] += 1
-        elif kind == "cancelled":
-            for uid in event["ids"]:
-                cancelled[uid] += 1
-        elif kind == "turn_end":
-            turn_ends[event["turn"]] += 1
-            if event["turn"] not in model.flushed:
-                found.append(f"#{at}: turn_end for turn {event['turn']}, never flushed")
-        elif kind == "pong":
-            pongs += 1
-        elif kind == "configured":
-            configured += 1
-        elif kind == "error":
-            if event.get("id") is not None:
-                errored.add(event["id"])
-            if event.get("field") in ("voice", "format", "sample_rate", "speed", "timestamps"):
-                config_errors += 1
+        found += _heard(model, heard, at, event)
+    found += _answered_twice(model, heard)
+    if not settled:
+        return found
+    return found + _unanswered(model, heard)
+
+
+def _heard(model: ProtocolModel, heard: _Heard, at: int, event: Event) -> list[str]:
+    """Tally one frame; the promises it breaks the moment it arrives."""
+    kind = event["type"]
+    if kind == "utterance_start":
+        return _utterance_start(model, heard, at, event)
+    if kind in ("audio", "words", "utterance_end"):
+        return _utterance_frame(heard, at, event)
+    if kind == "turn_end":
+        return _turn_end(model, heard, at, event)
+    if kind == "cancelled":
+        for uid in event["ids"]:
+            heard.cancelled[uid] += 1
+    elif kind == "pong":
+        heard.pongs += 1
+    elif kind == "configured":
+        heard.configured += 1
+    elif kind == "error":
+        _error(heard, event)
+    return []
+
+
+def _utterance_start(model: ProtocolModel, heard: _Heard, at: int, event: Event) -> list[str]:
+    """An utterance starts once, never after its cancel, in the turn its speak was sent in."""
+    found: list[str] = []
+    uid = event["id"]
+    if uid in heard.started:
+        found.append(f"#{at}: utterance {uid} started twice")
+    if heard.cancelled[uid]:
+        found.append(f"#{at}: utterance {uid} started after it was cancelled")
+    if uid in model.speaks and event["turn"] != model.speaks[uid]:
+        found.append(f"#{at}: utterance {uid} in turn {event['turn']}, sent in turn {model.speaks[uid]}")
+    heard.started.add(uid)
+    heard.current = uid
+    return found
+
+
+def _utterance_frame(heard: _Heard, at: int, event: Event) -> list[str]:
+    """Audio, words and utterance_end belong to a started utterance not yet cancelled."""
+    found: list[str] = []
+    kind = event["type"]
+    uid = heard.current if kind == "audio" else event["id"]
+    if uid is None or uid not in heard.started:
+        found.append(f"#{at}: {kind} of an utterance never started ({uid})")
+    elif heard.cancelled[uid]:
+        found.append(f"#{at}: {kind} of {uid} after the cancelled that listed it")
+    if kind == "utterance_end":
+        heard.ended[event["id"]] += 1
+    return found
+
+
+def _turn_end(model: ProtocolModel, heard: _Heard, at: int, event: Event) -> list[str]:
+    """A turn_end only for a turn that was flushed."""
+    heard.turn_ends[event["turn"]] += 1
+    if event["turn"] not in model.flushed:
+        return [f"#{at}: turn_end for turn {event['turn']}, never flushed"]
+    return []
+
+
+def _error(heard: _Heard, event: Event) -> None:
+    """An error naming an utterance answers it; one naming a configure field answers a configure."""
+    if event.get("id") is not None:
+        heard.errored.add(event["id"])
+    if event.get("field") in ("voice", "format", "sample_rate", "speed", "timestamps"):
+        heard.config_errors += 1
+
+
+def _answered_twice(model: ProtocolModel, heard: _Heard) -> list[str]:
+    """Answers given more than once (or to requests never made): wrong whenever they are seen."""
+    found: list[str] = []
+    ended, cancelled = heard.ended, heard.cancelled
     for uid in set(ended) | set(cancelled):
         answers = ended[uid] + cancelled[uid]
         if answers > 1:
             found.append(f"utterance {uid}: {ended[uid]} utterance_end and in {cancelled[uid]} cancelled")
-    for turn, count in turn_ends.items():
+    for turn, count in heard.turn_ends.items():
         if count > 1:
             found.append(f"turn {turn}: {count} turn_end")
-    if pongs > model.pings:
-        found.append(f"{pongs} pongs for {model.pings} pings")
-    if not settled:
-        return found
+    if heard.pongs > model.pings:
+        found.append(f"{heard.pongs} pongs for {model.pings} pings")
+    return found
+
+
+def _unanswered(model: ProtocolModel, heard: _Heard) -> list[str]:
+    """Requests still without their answer once everything has had time to be answered."""
+    found: list[str] = []
     for uid in model.speaks:
-        if not (ended[uid] or cancelled[uid] or uid in errored):
+        if not _utterance_answered(heard, uid):
             found.append(f"utterance {uid} never answered (no utterance_end, cancelled or error)")
-    for uid in started:
-        if not (ended[uid] or cancelled[uid] or uid in errored):
+    for uid in heard.started:
+        if not _utterance_answered(heard, uid):
             found.append(f"utterance {uid} started and never ended or cancelled")
     for turn, cancelled_after in model.flushed.items():
-        if not cancelled_after and turn_ends[turn] != 1:
-            found.append(f"turn {turn} flushed, no cancel after it, {turn_ends[turn]} turn_end")
-    if pongs != model.pings:
-        found.append(f"{pongs} pongs for {model.pings} pings")
-    if configured + config_errors < model.configures:
-        found.append(f"{configured} configured and {config_errors} refusals for {model.configures} configures")
+        if not cancelled_after and heard.turn_ends[turn] != 1:
+            found.append(f"turn {turn} flushed, no cancel after it, {heard.turn_ends[turn]} turn_end")
+    if heard.pongs != model.pings:
+        found.append(f"{heard.pongs} pongs for {model.pings} pings")
+    configured, refusals = heard.configured, heard.config_errors
+    if configured + refusals < model.configures:
+        found.append(f"{configured} configured and {refusals} refusals for {model.configures} configures")
     return found
+
+
+def _utterance_answered(heard: _Heard, uid: str) -> bool:
+    return bool(heard.ended[uid] or heard.cancelled[uid] or uid in heard.errored)
