@@ -221,7 +221,9 @@ def test_tts_dropped_mid_turn_then_the_next_turn_speaks(tts_url: str) -> None:
     assert wait_until(lambda: tts_idle(tts_url))
 
 
-def test_a_websocket_client_that_stops_reading_is_dropped_with_4002(tts_url: str, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_websocket_client_that_stops_reading_is_dropped_with_4002(
+    tts_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """Back-pressure: a browser that reads nothing is closed after the send timeout instead of
     having its turn's audio held for it without end."""
     import socket

@@ -50,7 +50,9 @@ def test_the_turn_forwards_word_events_on_its_audio_clock(tts_url: str) -> None:
     audio_ms = events[-1]["audio_ms"]
     assert words[-1]["end_ms"] <= audio_ms + 1  # the clock is the turn's audio
     for event in words_events:  # each utterance's words come before its audio
-        first_audio = next(n for n, i in enumerate(items) if isinstance(i, Audio) and i.utterance_id == event["utterance_id"])
+        first_audio = next(
+            n for n, i in enumerate(items) if isinstance(i, Audio) and i.utterance_id == event["utterance_id"]
+        )
         assert items.index(event) < first_audio
     assert agent.messages[-1]["content"][0]["text"] == ANSWER  # not interrupted: the history is whole
 

@@ -72,4 +72,7 @@ def test_a_failing_apt_get_is_reported_and_the_install_goes_on(tmp_path: Path) -
     (bin_dir / "apt-get").write_text("#!/bin/sh\necho 'E: could not resolve deb.debian.org' >&2\nexit 100\n")
     result = _run(bin_dir)
     assert result.returncode == 0
-    assert "installing chromium failed (see above); retry with: apt-get update && apt-get install -y chromium" in result.stderr
+    assert (
+        "installing chromium failed (see above); retry with: apt-get update && apt-get install -y chromium"
+        in result.stderr
+    )

@@ -37,9 +37,12 @@ def test_every_variant_takes_every_pattern_and_none_always_goes_first() -> None:
 
 def test_stall_is_pooled_by_audio_and_kept_per_pattern() -> None:
     runs = [
-        {"variant": "a", "sessions": 4, "pattern": 0, "stall_ms_per_audio_min": 600.0, "audio_s": 60.0, "ttfa_p95_ms": 900.0},
-        {"variant": "a", "sessions": 4, "pattern": 1, "stall_ms_per_audio_min": 0.0, "audio_s": 120.0, "ttfa_p95_ms": 1100.0},
-        {"variant": "b", "sessions": 4, "pattern": 0, "stall_ms_per_audio_min": None, "audio_s": 0.0, "ttfa_p95_ms": None},
+        {"variant": "a", "sessions": 4, "pattern": 0,
+         "stall_ms_per_audio_min": 600.0, "audio_s": 60.0, "ttfa_p95_ms": 900.0},
+        {"variant": "a", "sessions": 4, "pattern": 1,
+         "stall_ms_per_audio_min": 0.0, "audio_s": 120.0, "ttfa_p95_ms": 1100.0},
+        {"variant": "b", "sessions": 4, "pattern": 0,
+         "stall_ms_per_audio_min": None, "audio_s": 0.0, "ttfa_p95_ms": None},
     ]
     assert summarize(runs) == [
         {"variant": "a", "sessions": 4, "patterns": [0, 1], "stall_ms_per_audio_min": 200.0,

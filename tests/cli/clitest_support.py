@@ -131,7 +131,8 @@ def deploy_model_cache(revision: str = REVISION) -> None:
         "KokoroTtsModelCache",
         resources={
             # RETAIN, as in infra/model_cache.py: CloudFormation leaves both buckets behind.
-            "Bucket": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Retain", "Properties": {"BucketName": CACHE_BUCKET}},
+            "Bucket": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Retain",
+                       "Properties": {"BucketName": CACHE_BUCKET}},
             "Logs": {"Type": "AWS::S3::Bucket", "DeletionPolicy": "Retain", "Properties": {"BucketName": LOG_BUCKET}},
         },
         outputs={
@@ -186,7 +187,9 @@ def endpoint_instance_type(name: str = "kokoro-tts") -> str | None:
     return str(sm.describe_endpoint_config(EndpointConfigName=config)["ProductionVariants"][0]["InstanceType"])
 
 
-def deploy_endpoint(name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge", *, autoscaling: bool = False) -> None:
+def deploy_endpoint(
+    name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge", *, autoscaling: bool = False
+) -> None:
     """Create the endpoint (or, moto having no update_endpoint, recreate it on a new instance type)
     and its stack; register or drop autoscaling as CloudFormation would for the template."""
     sm = session().client("sagemaker")
@@ -269,7 +272,8 @@ def push_image(tag: str, repo: str = ASSET_REPO) -> None:
     manifest = {
         "schemaVersion": 2,
         "mediaType": "application/vnd.docker.distribution.manifest.v2+json",
-        "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1, "digest": "sha256:" + tag[:64].ljust(64, "0")},
+        "config": {"mediaType": "application/vnd.docker.container.image.v1+json", "size": 1,
+                   "digest": "sha256:" + tag[:64].ljust(64, "0")},
         "layers": [],
     }
     ecr.put_image(repositoryName=repo, imageManifest=json.dumps(manifest), imageTag=tag)

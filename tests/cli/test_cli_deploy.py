@@ -78,8 +78,8 @@ def test_deploy_reports_every_missing_piece(aws, fake_tools, tmp_path: Path) -> 
 def test_deploy_tts_end_to_end(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     put_bootstrap_param()
     model = make_model_dir(tmp_path / "model")
-    result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(model), "--engine", "onnx", "--max-instances", "2",
-                                            "--alarm-email", "ops@example.com"])
+    result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(model), "--engine", "onnx",
+                                            "--max-instances", "2", "--alarm-email", "ops@example.com"])
     assert result.exit_code == 0, result.output
     calls = fake_tools.calls()
     deployed = [c["argv"][c["argv"].index("deploy") + 1] for c in calls if "deploy" in c["argv"]]

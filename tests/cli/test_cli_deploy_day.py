@@ -71,8 +71,9 @@ def test_the_stand_in_refuses_a_type_change_while_scaling_is_registered(aws, fak
     """Without the CLI's deregistration the same deploy fails: the test above is not vacuous."""
     deploy_endpoint(instance_type=GPU_TYPE, autoscaling=True)
     fake = subprocess.run(
-        [sys.executable, str(HERE / "clitest_fake_cdk.py"), "deploy", "KokoroTtsEndpoint", "-c", "endpointName=kokoro-tts",
-         "-c", f"instanceType={CPU_TYPE}", "-c", "modelRevision=r"], capture_output=True, text=True, check=False)
+        [sys.executable, str(HERE / "clitest_fake_cdk.py"), "deploy", "KokoroTtsEndpoint",
+         "-c", "endpointName=kokoro-tts", "-c", f"instanceType={CPU_TYPE}", "-c", "modelRevision=r"],
+        capture_output=True, text=True, check=False)
     assert fake.returncode == 1 and "cannot change while its variant is a target for auto scaling" in fake.stderr
     assert endpoint_instance_type() == GPU_TYPE
 

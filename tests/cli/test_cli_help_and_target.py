@@ -14,7 +14,8 @@ from cli import deploy_agent, deploy_tts
 runner = CliRunner()
 COMMANDS = [
     (app, name)
-    for app, names in ((deploy_tts.app, ("deploy", "diff", "status", "teardown")), (deploy_agent.app, ("deploy", "diff", "status", "teardown")))
+    for app, names in ((deploy_tts.app, ("deploy", "diff", "status", "teardown")),
+                       (deploy_agent.app, ("deploy", "diff", "status", "teardown")))
     for name in names
 ]
 
@@ -38,7 +39,8 @@ def test_top_level_help_lists_commands(app) -> None:  # type: ignore[no-untyped-
 def test_tts_deploy_help_lists_its_options(monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("COLUMNS", "200")
     text = runner.invoke(deploy_tts.app, ["deploy", "--help"]).stdout
-    for flag in ("--instance-type", "--engine", "--endpoint-name", "--min-instances", "--max-instances", "--model-dir", "--yes"):
+    for flag in ("--instance-type", "--engine", "--endpoint-name", "--min-instances", "--max-instances",
+                 "--model-dir", "--yes"):
         assert flag in text
 
 
@@ -50,7 +52,8 @@ def profile_files(aws, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-
     creds.write_text("[kokoro]\naws_access_key_id = testing\naws_secret_access_key = testing\n")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
-    create_stack("KokoroTtsFoundation", outputs={"SageMakerRoleArn": "arn:aws:iam::123456789012:role/x"}, region="eu-west-1")
+    create_stack("KokoroTtsFoundation", outputs={"SageMakerRoleArn": "arn:aws:iam::123456789012:role/x"},
+                 region="eu-west-1")
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(name)
 

@@ -62,7 +62,8 @@ class _Hub(BaseHTTPRequestHandler):
         tree = f"/api/models/{REPO}/tree/{REVISION}"
         resolve = f"/{REPO}/resolve/{REVISION}/"
         if self.path == tree + "?recursive=true":
-            page = [{"type": "directory", "path": "voices", "oid": "x", "size": 0}, _entry("README.md"), _entry("config.json")]
+            page = [{"type": "directory", "path": "voices", "oid": "x", "size": 0},
+                    _entry("README.md"), _entry("config.json")]
             nxt = f"http://127.0.0.1:{self.server.server_address[1]}{tree}?recursive=true&cursor=2"
             self._send(json.dumps(page).encode(), {"Link": f'<{nxt}>; rel="next"'})
         elif self.path == tree + "?recursive=true&cursor=2":

@@ -16,7 +16,8 @@ def _item(tmp: Path, name: str, version: str, size: int) -> dict[str, object]:
 
 
 def test_the_estimate_sums_the_resolved_wheels_and_the_base(tmp_path: Path) -> None:
-    items = [_item(tmp_path, "torch", "2.13.0+cu128", 3_000_000), _item(tmp_path, "nvidia-cudnn-cu12", "9.1", 2_000_000),
+    items = [_item(tmp_path, "torch", "2.13.0+cu128", 3_000_000),
+             _item(tmp_path, "nvidia-cudnn-cu12", "9.1", 2_000_000),
              _item(tmp_path, "numpy", "2.4.6", 500_000)]
     result = image_size.estimate(items, base_mb=100.0)
     assert result["wheels"] == 3 and result["wheels_mb"] == 5.5

@@ -54,7 +54,8 @@ def test_teardown_all_empties_versioned_bucket_and_deletes_stacks(aws) -> None: 
     assert f"s3://{CACHE_BUCKET}: deleted ({versions} object version(s) removed first)" in result.output
     assert _remaining_versions(CACHE_BUCKET) == 0
     assert stack_names() == set()
-    order = [result.output.index(f"{name}: deleted") for name in ("KokoroTtsEndpoint", "KokoroTtsModelCache", "KokoroTtsFoundation")]
+    order = [result.output.index(f"{name}: deleted")
+             for name in ("KokoroTtsEndpoint", "KokoroTtsModelCache", "KokoroTtsFoundation")]
     assert order == sorted(order)  # reverse of the deploy order
 
 
@@ -161,7 +162,8 @@ def test_teardown_all_leaves_nothing_behind(aws) -> None:  # type: ignore[no-unt
     versions = _versioned_cache_with_history()
     session().client("s3").put_object(Bucket=LOG_BUCKET, Key="model-bucket/2026-12-01", Body=b"GET ...")
     logs = session().client("logs")
-    for group in ("/aws/sagemaker/Endpoints/kokoro-tts", "/aws/bedrock-agentcore/runtimes/kokoro_voice_agent-a1B2c3-DEFAULT",
+    for group in ("/aws/sagemaker/Endpoints/kokoro-tts",
+                  "/aws/bedrock-agentcore/runtimes/kokoro_voice_agent-a1B2c3-DEFAULT",
                   "/aws/sagemaker/Endpoints/kokoro-tts-prod"):  # the last belongs to another endpoint
         logs.create_log_group(logGroupName=group)
     for tag in (TTS_IMAGE_TAG, "c" * 64):  # "c...": another app's image in the shared asset repository

@@ -99,8 +99,10 @@ def test_agent_role_exact_grants(default_synth: Synthesized) -> None:
         "aws-marketplace:Unsubscribe": {"*"},
         "cloudwatch:PutMetricData": {"*"},
         "bedrock-agentcore:GetWorkloadAccessToken": {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
-        "bedrock-agentcore:GetWorkloadAccessTokenForJWT": {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
-        "bedrock-agentcore:GetWorkloadAccessTokenForUserId": {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
+        "bedrock-agentcore:GetWorkloadAccessTokenForJWT":
+            {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
+        "bedrock-agentcore:GetWorkloadAccessTokenForUserId":
+            {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
     }
     profile_model = [s for s in statements if s.get("Sid") == "InvokeProfileModel"]
     assert profile_model[0]["Condition"]["StringLike"]["bedrock:InferenceProfileArn"]

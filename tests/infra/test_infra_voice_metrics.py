@@ -98,7 +98,8 @@ def test_utterance_lines_of_both_routes_feed_first_audio_and_format(
     assert value(selector, hits[-1]) == json.loads(hits[-1])["first_audio_ms"]
     utterances = filters["Utterances"]
     (dimension,) = utterances["MetricTransformations"][0]["Dimensions"]
-    formats = {json.loads(ln)[dimension["Value"][2:]] for ln in server_lines if matches(utterances["FilterPattern"], ln)}
+    formats = {json.loads(ln)[dimension["Value"][2:]]
+               for ln in server_lines if matches(utterances["FilterPattern"], ln)}
     assert {"mp3", "wav"} <= formats
     for name in ("SynthesisMs", "StallMs"):
         assert any(matches(filters[name]["FilterPattern"], ln) for ln in hits), name

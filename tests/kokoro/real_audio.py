@@ -123,7 +123,8 @@ def speak_as_served(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> n
 
     pack = model().voices[voice]
     jobs = [job for chunk in phonemizer().phonemize(text, voice=voice) for job in sentence_jobs(chunk)]
-    out = np.concatenate([engine().begin(p, style_for(pack, p), speed, plan=WindowPlan(pace=SERVED_PACE)).rest() for p in jobs])
+    out = np.concatenate([engine().begin(p, style_for(pack, p), speed, plan=WindowPlan(pace=SERVED_PACE)).rest()
+                          for p in jobs])
     out.setflags(write=False)
     return out
 
@@ -265,7 +266,8 @@ def centroid_spread(x: np.ndarray, sr: int = SR) -> float:
     if not len(fr):
         return 0.0
     energy = (fr**2).mean(axis=1)
-    spectra = np.abs(np.fft.rfft(fr * np.hanning(FRAME), axis=1))[energy > energy.max() * 10 ** (-SILENCE_BELOW_PEAK_DB / 10)]
+    loud = energy > energy.max() * 10 ** (-SILENCE_BELOW_PEAK_DB / 10)
+    spectra = np.abs(np.fft.rfft(fr * np.hanning(FRAME), axis=1))[loud]
     centroids = (spectra * np.fft.rfftfreq(FRAME, 1 / sr)).sum(axis=1) / (spectra.sum(axis=1) + 1e-12)
     return float(np.percentile(centroids, 90) / max(np.percentile(centroids, 10), 1e-6))
 

@@ -155,7 +155,8 @@ def test_ws_request_gets_start_pcm_and_complete_with_the_samples_fields(server):
     assert events[0] == {"type": "synthesis_start", "request_id": "w1"}
     complete = events[-1]
     pcm = audio_bytes(events)
-    assert complete["request_id"] == "w1" and complete["total_duration_s"] == pytest.approx(len(pcm) / 48_000, abs=0.002)
+    assert complete["request_id"] == "w1"
+    assert complete["total_duration_s"] == pytest.approx(len(pcm) / 48_000, abs=0.002)
     assert 0 < complete["elapsed_s"] < 120
 
 
@@ -198,7 +199,8 @@ def test_ws_queue_full_is_an_error_with_the_token(server):
     assert "queue_full" in error["message"] and error["request_id"].startswith("q")
 
 
-@pytest.mark.parametrize(("change", "field"), [({"pitch": 2}, "pitch"), ({"request_timestamp": "now"}, "request_timestamp"),
+@pytest.mark.parametrize(("change", "field"), [({"pitch": 2}, "pitch"),
+                                               ({"request_timestamp": "now"}, "request_timestamp"),
                                                ({"sample_rate": 44}, "sample_rate")])
 def test_ws_fields_outside_the_samples_shape_are_refused_with_its_id(server, change, field):
     events = asyncio.run(ws_exchange(server, ws_message(request_id="bad", **change), until=of_type("error")))

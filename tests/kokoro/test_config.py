@@ -12,7 +12,8 @@ pytestmark = pytest.mark.kokoro
 def test_defaults_and_overrides(tmp_path) -> None:
     settings = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "PORT": "9000", "KOKORO_ENGINE": "onnx"})
     assert (settings.model_dir, settings.port, settings.engine, settings.host) == (tmp_path, 9000, "onnx", "127.0.0.1")
-    assert not hasattr(settings, "decoding") and not hasattr(settings, "scheduler")  # bench variants (bench/variants.py)
+    # bench variants (bench/variants.py)
+    assert not hasattr(settings, "decoding") and not hasattr(settings, "scheduler")
     assert settings.max_request_age_s == 56.0  # the AWS sample's bound, just under SageMaker's 60 s
     aged = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_MAX_REQUEST_AGE_S": "10.5"})
     assert aged.max_request_age_s == 10.5

@@ -100,7 +100,9 @@ BODIES = {
 
 
 @pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
-def test_post_failing_before_any_audio_is_a_500_json_error_and_the_next_post_is_served(failing: str, body: dict) -> None:
+def test_post_failing_before_any_audio_is_a_500_json_error_and_the_next_post_is_served(
+    failing: str, body: dict
+) -> None:
     response = httpx.post(f"http://{failing}/invocations", json=body, timeout=60)
     assert response.status_code == 500 and response.headers["content-type"] == "application/json"
     error = response.json()["error"]

@@ -92,7 +92,8 @@ def test_any_text_an_llm_writes_becomes_phonemes_the_model_takes(phonemizer: Pho
     ("Call 5551234567 now.", "Call 5551234567 now."),  # up to MAX_NUMBER_DIGITS: untouched
     ("Call " + "9" * 20 + " now.", "Call " + " ".join("9" * 20) + " now."),
     ("Pi is 3.14159265358979323846.", "Pi is 3.1 4 1 5 9 2 6 5 3 5 8 9 7 9 3 2 3 8 4 6."),
-    ("1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20", "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20"),
+    ("1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,18,19,20",
+     "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20"),
     ("$1,000,000.50", "$1,000,000.50"),
 ])
 def test_a_number_too_long_to_read_by_name_is_read_in_groups_or_digit_by_digit(text: str, read: str) -> None:

@@ -131,7 +131,8 @@ def test_bad_requests_get_a_json_error_naming_the_field(server, body, status, co
 
 def test_a_client_leaving_mid_response_frees_the_model(server) -> None:
     long_text = " ".join(f"Sentence {n} of a long request that the client abandons." for n in range(20))
-    with httpx.stream("POST", f"{server.http}/invocations", content=json.dumps({"text": long_text}), timeout=60) as response:
+    with httpx.stream("POST", f"{server.http}/invocations", content=json.dumps({"text": long_text}),
+                      timeout=60) as response:
         for _ in response.iter_bytes():
             break  # first audio arrived; hang up
     status = server.wait_idle()

@@ -88,7 +88,8 @@ CASES = {  # group: (written, what G2P reads)
         ("It has 1,000,000 rows.", "It has one million rows."),
         ("It was -5 today.", "It was minus five today."),
         ("Ping 192.168.0.1 now.", "Ping one hundred ninety two dot one hundred sixty eight dot zero dot one now."),
-        ("Card 12345678901234567.", "Card one two three, four five six, seven eight nine, zero one two, three four five, six seven."),
+        ("Card 12345678901234567.",
+         "Card one two three, four five six, seven eight nine, zero one two, three four five, six seven."),
     ],
     "abbreviations": [
         ("Dr. Smith lives on Main St. near St. Louis.", "Doctor Smith lives on Main Street near Saint Louis."),

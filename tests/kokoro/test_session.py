@@ -199,7 +199,8 @@ def test_binary_frames_carrying_json_work_like_text_frames(server) -> None:
 def test_the_aws_sample_message_shape_works_unchanged(server) -> None:
     async def scenario() -> tuple[list[dict], object]:
         async with connect(server.ws) as ws:
-            await ws.send(json.dumps({"text": "Hello from the sample.", "voice": "af_heart", "speed": 1.0, "request_id": "req-1"}))
+            await ws.send(json.dumps({"text": "Hello from the sample.", "voice": "af_heart", "speed": 1.0,
+                                      "request_id": "req-1"}))
             events = await collect(ws, of_type("synthesis_complete"))
             await ws.send(json.dumps({"type": "close"}))
             try:

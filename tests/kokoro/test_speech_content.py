@@ -10,8 +10,9 @@ af_heart's pooled word error rate over the 29 words was 0.034 on every server ro
 (one word: "ten" heard as "hand"), 0.069 in one-shot decoding (one more: "in" as "and"), 0.138 for
 am_michael and 0.069 for their blend; against a different sentence every route scored 1.00-1.07.
 jf_alpha, the Japanese voice served offline before, scored 0.93 (0.90 against another sentence):
-a recognizer that hears none of it. MAX_WER (0.15, 4 of 29 words) is twice af_heart's worst route, far below either failure; am_michael, a part of
-the blend, gets MAX_WER_OTHER_PART (0.25, 3 words over its 4).
+a recognizer that hears none of it. MAX_WER (0.15, 4 of 29 words) is twice af_heart's worst route,
+far below either failure; am_michael, a part of the blend, gets MAX_WER_OTHER_PART (0.25, 3 words
+over its 4).
 
 The margin for comparisons (a codec against pcm, windowed against one-shot, a blend against its
 parts): the server's output is deterministic and the recognizer with it, so a second run gives the

@@ -46,7 +46,8 @@ def prefix_module(checkpoint: dict) -> None:
 
 CASES = [
     (drop_key, "component 'decoder' does not match config.json: 1 missing keys"),
-    (add_key, "component 'predictor' does not match config.json: 0 missing keys [], 1 unexpected keys ['surprise.weight']"),
+    (add_key,
+     "component 'predictor' does not match config.json: 0 missing keys [], 1 unexpected keys ['surprise.weight']"),
     (reshape_key, "has shape (7, 7), config.json implies"),
     (drop_component, "components missing ['text_encoder']"),
 ]

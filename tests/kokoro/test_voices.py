@@ -24,7 +24,8 @@ def book() -> VoiceBook:
 
 
 def test_weights_are_normalised_and_repeats_merged():
-    assert parse_blend("af_bella(2)+af_sky(1)") == [("af_bella", pytest.approx(2 / 3)), ("af_sky", pytest.approx(1 / 3))]
+    assert parse_blend("af_bella(2)+af_sky(1)") == [("af_bella", pytest.approx(2 / 3)),
+                                                    ("af_sky", pytest.approx(1 / 3))]
     assert parse_blend(" af_bella + af_sky ( 3 ) ") == [("af_bella", 0.25), ("af_sky", 0.75)]
     assert parse_blend("af_bella(1)+af_sky(1)+af_bella(2)") == [("af_bella", 0.75), ("af_sky", 0.25)]
     assert parse_blend("af_bella(0.5)") == [("af_bella", 1.0)]
@@ -87,4 +88,5 @@ def test_the_example_blend_names_voices_the_book_has(book):
     assert "e.g." not in VoiceBook(packs={"jf_alpha": pack}).blend_syntax
     with pytest.raises(ProtocolError) as caught:
         japanese.resolve("af_bella+jf_alpha")
-    assert "unknown voice 'af_bella'" in caught.value.message and "e.g. jf_alpha(2)+jf_nezumi(1)" in caught.value.message
+    assert "unknown voice 'af_bella'" in caught.value.message
+    assert "e.g. jf_alpha(2)+jf_nezumi(1)" in caught.value.message

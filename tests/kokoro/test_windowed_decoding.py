@@ -177,7 +177,8 @@ def test_torch_engine_decodes_in_windows_too(tiny_model: Path) -> None:
     phonemes = "ðɪs ɪz ɐ lˈɔŋɡɚ tˈɛst sˈɛntəns, sˈoʊ ɪt hɐz sˈɛvɹəl wˈɪndoʊz tə dɪkˈoʊd."
     style = style_for(model.voices["af_heart"], phonemes)
     whole = engine.synthesize(phonemes, style, 1.0)
-    decoding = engine.begin(phonemes, style, 1.0, plan=WindowPlan(first=4, growth=2, largest=16, context=4, crossfade=2))
+    decoding = engine.begin(phonemes, style, 1.0,
+                            plan=WindowPlan(first=4, growth=2, largest=16, context=4, crossfade=2))
     parts = [decoding.step() for _ in range(decoding.remaining)]
     assert len(parts) >= 3 and decoding.done
     assert sum(p.size for p in parts) == whole.audio.size

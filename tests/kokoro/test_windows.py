@@ -28,7 +28,8 @@ def test_windows_cover_every_frame_once_in_order(frames: int, plan: WindowPlan) 
     paced_first = bool(plan.pace) and plan.first < windows[0].end <= min(plan.continued, plan.largest)
     assert windows[0].end == min(frames, plan.first) or len(windows) == 1 or paced_first
     sizes = [w.end - w.start for w in windows]
-    assert all(s >= plan.first for s in sizes[:-1]) and max(sizes) <= max(plan.largest + plan.first, frames if len(windows) == 1 else 0)
+    assert all(s >= plan.first for s in sizes[:-1])
+    assert max(sizes) <= max(plan.largest + plan.first, frames if len(windows) == 1 else 0)
     for w in windows:
         assert w.lo == max(0, w.start - plan.context)
         assert w.hi == (frames if w is windows[-1] else min(frames, w.end + plan.context))

@@ -23,7 +23,9 @@ async def receive(ws: Any, *, timeout: float = 60) -> Event:
     return json.loads(frame)
 
 
-async def collect(ws: Any, until: Callable[[Event], bool], *, timeout: float = 120, log: list[Event] | None = None) -> list[Event]:
+async def collect(
+    ws: Any, until: Callable[[Event], bool], *, timeout: float = 120, log: list[Event] | None = None
+) -> list[Event]:
     """Receive events until ``until(event)`` is true (included); bounded by ``timeout``."""
     events: list[Event] = []
 

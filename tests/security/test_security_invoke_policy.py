@@ -88,7 +88,8 @@ def decide(statements: list[dict[str, Any]], action: str, resource: str) -> str:
         if "NotAction" in statement or "NotResource" in statement:
             action_ok = ("NotAction" in statement and not _matches(statement["NotAction"], action, case_sensitive=False)
                          ) or _matches(statement.get("Action", []), action, case_sensitive=False)
-            resource_ok = ("NotResource" in statement and not _matches(statement["NotResource"], resource, case_sensitive=True)
+            resource_ok = ("NotResource" in statement
+                           and not _matches(statement["NotResource"], resource, case_sensitive=True)
                            ) or _matches(statement.get("Resource", []), resource, case_sensitive=True)
         else:
             action_ok = _matches(statement.get("Action", []), action, case_sensitive=False)
@@ -120,7 +121,8 @@ class Templates:
             for logical, res in template["Resources"].items():
                 props = resolve(res.get("Properties", {}), exports)
                 if res["Type"] == "AWS::IAM::Role":
-                    statements = [s for p in props.get("Policies", []) for s in _as_list(p["PolicyDocument"]["Statement"])]
+                    statements = [s for p in props.get("Policies", [])
+                                  for s in _as_list(p["PolicyDocument"]["Statement"])]
                     self.roles[f"${{{logical}}}"] = statements
                     self.aws_managed[f"${{{logical}}}"] = [a for a in props.get("ManagedPolicyArns", [])
                                                            if isinstance(a, str) and ":iam::aws:policy/" in a]
@@ -156,10 +158,12 @@ def test_the_evaluator_follows_deny_allow_default() -> None:
     deny = {"Effect": "Deny", "Action": "*", "Resource": "*"}
     assert decide([allow], "sagemaker:InvokeEndpoint", "arn:aws:sagemaker:r:1:endpoint/a") == "Allow"
     assert decide([allow], "sagemaker:InvokeEndpoint", "arn:aws:sagemaker:r:1:endpoint/b") == "ImplicitDeny"
-    assert decide([allow], "SageMaker:invokeendpoint", "arn:aws:sagemaker:r:1:endpoint/a") == "Allow"  # actions ignore case
+    # actions ignore case
+    assert decide([allow], "SageMaker:invokeendpoint", "arn:aws:sagemaker:r:1:endpoint/a") == "Allow"
     assert decide([allow, deny], "sagemaker:InvokeEndpoint", "arn:aws:sagemaker:r:1:endpoint/a") == "Deny"
     assert decide([], "sagemaker:InvokeEndpoint", "x") == "ImplicitDeny"
-    assert decide([{"Effect": "Allow", "NotAction": "s3:*", "Resource": "*"}], "sagemaker:InvokeEndpoint", "x") == "Allow"
+    not_s3 = {"Effect": "Allow", "NotAction": "s3:*", "Resource": "*"}
+    assert decide([not_s3], "sagemaker:InvokeEndpoint", "x") == "Allow"
 
 
 def test_the_invoke_policy_allows_exactly_the_one_endpoint(templates: Templates) -> None:

@@ -106,7 +106,8 @@ def test_the_container_environment_is_at_or_above_the_advisory_floor() -> None:
     test-only packages). pip itself is left out: the image's pip is the base image's, not pinned."""
     installed = {}
     for meta in KOKORO_SITE.glob("python*/site-packages/*.dist-info/METADATA"):
-        fields = dict(line.split(": ", 1) for line in meta.read_text(errors="replace").splitlines()[:10] if ": " in line)
+        head = meta.read_text(errors="replace").splitlines()[:10]
+        fields = dict(line.split(": ", 1) for line in head if ": " in line)
         if "Name" in fields and "Version" in fields:
             installed[canonicalize_name(fields["Name"])] = Version(fields["Version"])
     if not installed:

@@ -77,7 +77,9 @@ def test_our_streaming_client_maps_a_refused_request_to_the_containers_error(aws
     assert refused.value.code == "unknown_voice" and refused.value.status == 400
 
 
-def test_wrong_secret_key_is_refused_as_aws_refuses_it(aws_env: SageMakerLocal, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_secret_key_is_refused_as_aws_refuses_it(
+    aws_env: SageMakerLocal, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-right-secret")
     with pytest.raises(botocore.exceptions.ClientError) as refused:
         runtime().invoke_endpoint(EndpointName=aws_env.endpoint_name, Body=b"{}")  # type: ignore[attr-defined]
@@ -85,7 +87,9 @@ def test_wrong_secret_key_is_refused_as_aws_refuses_it(aws_env: SageMakerLocal, 
     assert refused.value.response["ResponseMetadata"]["HTTPStatusCode"] == 403
 
 
-def test_explicit_endpoint_url_wins_over_the_environment(aws_env: SageMakerLocal, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_explicit_endpoint_url_wins_over_the_environment(
+    aws_env: SageMakerLocal, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "https://127.0.0.1:9")  # nothing listens there
 
     async def body() -> bytes:

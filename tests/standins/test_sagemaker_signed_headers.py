@@ -43,7 +43,8 @@ class SignEveryHeader(botocore.auth.SigV4Auth):
         return headers
 
 
-def signed(headers: dict[str, str], *, body: bytes = b"{}", auth: type[botocore.auth.SigV4Auth] = botocore.auth.SigV4Auth,
+def signed(headers: dict[str, str], *, body: bytes = b"{}",
+           auth: type[botocore.auth.SigV4Auth] = botocore.auth.SigV4Auth,
            secret: str = CREDS.secret_access_key) -> IncomingRequest:
     request = botocore.awsrequest.AWSRequest(method="POST", url=f"https://127.0.0.1:8443{PATH}", data=body,
                                              headers=headers)

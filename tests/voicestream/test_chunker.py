@@ -25,22 +25,30 @@ CASES: list[tuple[str, str, list[str], dict[str, object]]] = [
     ("inner-blanks-collapsed", "So   much\tspace.", ["So much space."], {}),
     # --- titles and abbreviations
     ("title-dr", "Dr. Smith is here. He is kind.", ["Dr. Smith is here.", "He is kind."], {}),
-    ("titles-mr-mrs-ms", "Mr. and Mrs. Brown met Ms. Lee. They talked.", ["Mr. and Mrs. Brown met Ms. Lee.", "They talked."], {}),
-    ("titles-prof-st", "Prof. Li lives on St. James Street. Nice.", ["Prof. Li lives on St. James Street.", "Nice."], {}),
-    ("eg-ie", "Pick one, e.g. Apples, i.e. The red ones. Fine.", ["Pick one, e.g. Apples, i.e. The red ones.", "Fine."], {}),
+    ("titles-mr-mrs-ms", "Mr. and Mrs. Brown met Ms. Lee. They talked.",
+     ["Mr. and Mrs. Brown met Ms. Lee.", "They talked."], {}),
+    ("titles-prof-st", "Prof. Li lives on St. James Street. Nice.",
+     ["Prof. Li lives on St. James Street.", "Nice."], {}),
+    ("eg-ie", "Pick one, e.g. Apples, i.e. The red ones. Fine.",
+     ["Pick one, e.g. Apples, i.e. The red ones.", "Fine."], {}),
     ("vs", "It was Lakers vs. Celtics. Great game.", ["It was Lakers vs. Celtics.", "Great game."], {}),
     ("et-al-lowercase", "Smith et al. showed it. Good.", ["Smith et al. showed it.", "Good."], {}),
-    ("et-al-ends", "It was shown by Smith et al. The data agree.", ["It was shown by Smith et al.", "The data agree."], {}),
-    ("etc-then-opener", "Bring pens, paper, etc. We start at noon.", ["Bring pens, paper, etc.", "We start at noon."], {}),
+    ("et-al-ends", "It was shown by Smith et al. The data agree.",
+     ["It was shown by Smith et al.", "The data agree."], {}),
+    ("etc-then-opener", "Bring pens, paper, etc. We start at noon.",
+     ["Bring pens, paper, etc.", "We start at noon."], {}),
     ("etc-then-name-glued", "We use Go, Rust, etc. Python is next.", ["We use Go, Rust, etc. Python is next."], {}),
     ("etc-end-of-stream", "Bring pens, paper, etc.", ["Bring pens, paper, etc."], {}),
     ("etc-then-paragraph", "Bring pens, etc.\n\nNext topic here.", ["Bring pens, etc.", "Next topic here."], {}),
-    ("etc-in-parens", "Fruit (apples, pears, etc.) is healthy. Eat it.", ["Fruit (apples, pears, etc.) is healthy.", "Eat it."], {}),
+    ("etc-in-parens", "Fruit (apples, pears, etc.) is healthy. Eat it.",
+     ["Fruit (apples, pears, etc.) is healthy.", "Eat it."], {}),
     ("us-army", "The U.S. Army arrived. It rained.", ["The U.S. Army arrived.", "It rained."], {}),
     ("us-ends", "She moved to the U.S. Then she studied.", ["She moved to the U.S.", "Then she studied."], {}),
     ("uk-lowercase", "He is from the U.K. and loves tea.", ["He is from the U.K. and loves tea."], {}),
-    ("am-then-opener", "Meet at 9 a.m. Then lunch at 1 p.m. sharp.", ["Meet at 9 a.m.", "Then lunch at 1 p.m. sharp."], {}),
-    ("am-before-name", "The call is at 10 a.m. Eastern time. Be on time.", ["The call is at 10 a.m. Eastern time.", "Be on time."], {}),
+    ("am-then-opener", "Meet at 9 a.m. Then lunch at 1 p.m. sharp.",
+     ["Meet at 9 a.m.", "Then lunch at 1 p.m. sharp."], {}),
+    ("am-before-name", "The call is at 10 a.m. Eastern time. Be on time.",
+     ["The call is at 10 a.m. Eastern time.", "Be on time."], {}),
     ("inc-ends", "He works at Acme Inc. The pay is good.", ["He works at Acme Inc.", "The pay is good."], {}),
     ("initials", "J. R. R. Tolkien wrote it. Read it.", ["J. R. R. Tolkien wrote it.", "Read it."], {}),
     ("middle-initial", "John F. Kennedy spoke. People listened.", ["John F. Kennedy spoke.", "People listened."], {}),
@@ -53,13 +61,15 @@ CASES: list[tuple[str, str, list[str], dict[str, object]]] = [
     ("version", "Upgrade to v1.2.3 today. It is stable.", ["Upgrade to v1.2.3 today.", "It is stable."], {}),
     ("ip-address", "Connect to 192.168.0.1 now. Then log in.", ["Connect to 192.168.0.1 now.", "Then log in."], {}),
     ("price-ends-sentence", "It costs $3.50. That is cheap.", ["It costs $3.50.", "That is cheap."], {}),
-    ("time-with-point", "The train leaves at 10.30 sharp. Be early.", ["The train leaves at 10.30 sharp.", "Be early."], {}),
+    ("time-with-point", "The train leaves at 10.30 sharp. Be early.",
+     ["The train leaves at 10.30 sharp.", "Be early."], {}),
     ("year-ends-sentence", "I was born in 1990. Then I grew up.", ["I was born in 1990.", "Then I grew up."], {}),
     ("thousands-comma", "We sold 1,000 units. Great.", ["We sold 1,000 units.", "Great."], {}),
     # --- lists
     ("ordinal-list", "1. Install the CLI.\n2. Run it.", ["1. Install the CLI.", "2. Run it."], {}),
     ("ordinal-list-no-terminators", "1. Install the CLI\n2. Run it", ["1. Install the CLI", "2. Run it"], {}),
-    ("intro-then-list", "Here are the steps:\n1. Install.\n2. Run.", ["Here are the steps:", "1. Install.", "2. Run."], {}),
+    ("intro-then-list", "Here are the steps:\n1. Install.\n2. Run.",
+     ["Here are the steps:", "1. Install.", "2. Run."], {}),
     ("dash-bullets", "- first item\n- second item", ["first item", "second item"], {}),
     ("star-bullets", "* first\n* second", ["first", "second"], {}),
     ("unicode-bullets", "• one\n• two", ["one", "two"], {}),
@@ -79,7 +89,8 @@ CASES: list[tuple[str, str, list[str], dict[str, object]]] = [
     ("single-quote", "He said 'no.' Then silence.", ["He said 'no.'", "Then silence."], {}),
     ("opening-quote-next", 'It ended. "Why?" she asked.', ["It ended.", '"Why?" she asked.'], {}),
     # --- URLs and e-mail
-    ("url-with-dots", "Visit https://example.com/a.b?c=d. Then sign in.", ["Visit https://example.com/a.b?c=d.", "Then sign in."], {}),
+    ("url-with-dots", "Visit https://example.com/a.b?c=d. Then sign in.",
+     ["Visit https://example.com/a.b?c=d.", "Then sign in."], {}),
     ("email", "Write to a.b@example.co.uk today. Thanks.", ["Write to a.b@example.co.uk today.", "Thanks."], {}),
     ("domain-ends", "Go to example.com. It works.", ["Go to example.com.", "It works."], {}),
     # --- paragraphs and newlines
@@ -91,7 +102,8 @@ CASES: list[tuple[str, str, list[str], dict[str, object]]] = [
     ("heading", "# Setup\nInstall it.", ["Setup", "Install it."], {}),
     ("heading-level-2", "## Results\n\nAll good.", ["Results", "All good."], {}),
     ("hash-not-heading", "#1 fan here.", ["#1 fan here."], {}),
-    ("emphasis", "This is **very** *important* and __bold__ and _it_.", ["This is very important and bold and it."], {}),
+    ("emphasis", "This is **very** *important* and __bold__ and _it_.",
+     ["This is very important and bold and it."], {}),
     ("strikethrough-and-tilde", "The ~~old~~ new plan, ~5 minutes.", ["The old new plan, ~5 minutes."], {}),
     ("snake-case-kept", "Set max_chars to 300.", ["Set max_chars to 300."], {}),
     ("intraword-asterisk", "Compute 2*3 now.", ["Compute 2 3 now."], {}),
@@ -100,7 +112,8 @@ CASES: list[tuple[str, str, list[str], dict[str, object]]] = [
     ("link", "Read [the docs](https://example.com/docs.html). Then ask.", ["Read the docs.", "Then ask."], {}),
     ("link-with-parens-in-url", "See [Foo](https://w.org/Foo_(bar)) now.", ["See Foo now."], {}),
     ("image-dropped", "Look ![a cat](cat.png) here.", ["Look here."], {}),
-    ("fenced-code-dropped", "Try this:\n```python\nprint('hi')\n```\nIt prints hi.", ["Try this:", "It prints hi."], {}),
+    ("fenced-code-dropped", "Try this:\n```python\nprint('hi')\n```\nIt prints hi.",
+     ["Try this:", "It prints hi."], {}),
     ("tilde-fence-dropped", "Code:\n~~~\nx = 1\n~~~\nDone.", ["Code:", "Done."], {}),
     ("unclosed-fence", "Code:\n```\nx = 1", ["Code:"], {}),
     ("blockquote", "> Quoted wisdom here.\n> More.", ["Quoted wisdom here.", "More."], {}),
@@ -127,7 +140,8 @@ CASES: list[tuple[str, str, list[str], dict[str, object]]] = [
     ("early-too-short", "Sure, I can help. Next.", ["Sure, I can help.", "Next."], EARLY),
     ("early-colon", "Here is the plan for today: we start early.", ["Here is the plan for today:", "we start early."],
      {**EARLY, "min_first_fragment_words": 4}),
-    ("early-off", "Well, I think the answer is yes, but let me check.", ["Well, I think the answer is yes, but let me check."], {}),
+    ("early-off", "Well, I think the answer is yes, but let me check.",
+     ["Well, I think the answer is yes, but let me check."], {}),
     ("max-chars-spaces", "one two three four five six seven eight nine ten",
      ["one two three four", "five six seven eight", "nine ten"], {"max_chars": 20}),
     ("max-chars-clause", "First part, second part; third part goes here",
@@ -231,7 +245,9 @@ def test_early_first_fragment_released_on_the_space_after_the_comma() -> None:
     chunker = IncrementalSentenceChunker(early_first_fragment=True, min_first_fragment_words=3)
     assert chunker.feed("Let me look that up,") == []
     assert chunker.feed(" ") == ["Let me look that up,"]
-    assert chunker.feed("then I will tell you, okay, in a moment. And then,") == ["then I will tell you, okay, in a moment."]
+    assert chunker.feed("then I will tell you, okay, in a moment. And then,") == [
+        "then I will tell you, okay, in a moment."
+    ]
 
 
 def test_early_first_fragment_applies_again_after_flush_and_reset() -> None:

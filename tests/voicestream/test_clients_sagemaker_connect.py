@@ -62,7 +62,8 @@ def test_the_environment_url_is_used_and_must_be_https(monkeypatch: pytest.Monke
 def test_endpoint_url_precedence_follows_boto3() -> None:
     assert configured_endpoint_url({}) is None
     assert configured_endpoint_url({"AWS_ENDPOINT_URL": "https://a"}) == "https://a"
-    assert configured_endpoint_url({"AWS_ENDPOINT_URL": "https://a", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": "https://b"}) == "https://b"
+    both = {"AWS_ENDPOINT_URL": "https://a", "AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": "https://b"}
+    assert configured_endpoint_url(both) == "https://b"
     assert configured_endpoint_url({"AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME": "https://b",
                                     "AWS_IGNORE_CONFIGURED_ENDPOINT_URLS": "true"}) is None
 

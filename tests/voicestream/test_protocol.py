@@ -30,7 +30,8 @@ VALID = [
      Configure(voice="af_heart", speed=1.2, format="mp3", sample_rate=16000)),
     ({"type": "configure"}, Configure()),
     ({"type": "speak", "text": "Hi.", "id": "u1"}, Speak(text="Hi.", id="u1")),
-    ({"type": "speak", "text": "Hi.", "voice": "am_michael", "speed": 0.5}, Speak(text="Hi.", voice="am_michael", speed=0.5)),
+    ({"type": "speak", "text": "Hi.", "voice": "am_michael", "speed": 0.5},
+     Speak(text="Hi.", voice="am_michael", speed=0.5)),
     ({"type": "delta", "text": ""}, Delta(text="")),
     ({"type": "delta", "text": " wor"}, Delta(text=" wor")),
     ({"type": "flush"}, Flush()),
@@ -126,7 +127,8 @@ def test_bad_requests_name_the_field(body: str, field: str) -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.one_of(st.binary(max_size=200), st.text(max_size=200),
                  st.recursive(st.none() | st.booleans() | st.floats() | st.integers() | st.text(max_size=20),
-                              lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+                              lambda inner: (st.lists(inner, max_size=4)
+                                             | st.dictionaries(st.text(max_size=8), inner, max_size=4)),
                               max_leaves=12).map(json.dumps)))
 def test_any_frame_either_parses_or_raises_a_protocol_error(raw: bytes | str) -> None:
     try:
