@@ -163,120 +163,135 @@ class MarkdownStripper:
 
     def _line_start(self, buf: str, i: int, final: bool) -> tuple[str, int] | None:
         """Consume a line's markdown prefix; ``None`` while the prefix is still ambiguous."""
-        n = len(buf)
         m = _NOT_BLANK.search(buf, i)
         if m is None:
-            return None if not final else (buf, n)
+            return None if not final else (buf, len(buf))
         j = m.start()
-        c = buf[j]
         if self._state == _FENCE_START:
-            if c == self._fence:
-                end = _run_end(buf, j, c)
-                if end == n and not final:
-                    return None
-                if end - j >= 3:  # closing fence: drop its line, then speak again
-                    self._state = _DROP_LINE
-                    return buf, end
-            self._state = _FENCE_LINE
-            return buf, j
+            return self._fence_start(buf, j, final)
+        c = buf[j]
         if c in NEWLINES:
             self._state = _BODY
             return buf, j
         if c in _RULE_CHARS:
-            k = j
-            while k < n and buf[k] in _RULE_CHARS:
-                k += 1
-            if k == n and not final and k - j < MAX_RULE_CHARS:
+            k = self._rule(buf, j, final)
+            if k is None:
                 return None
-            if (k == n or buf[k] in NEWLINES) and _is_rule(buf[j:k]):
-                self._state = _DROP_LINE
+            if k > j:
                 return buf, k
-        if c in "`~":
-            end = _run_end(buf, j, c)
-            if end == n and not final:
-                return None
-            if end - j >= 3:
-                self._fence = c
-                self._state = _FENCE_LINE
-                return buf, end
-        elif c == "#":
-            end = _run_end(buf, j, c)
-            if end == n and not final:
-                return None
-            if end - j <= 6 and (end == n or buf[end].isspace()):
-                return buf, end  # heading marker dropped; still at line start (e.g. "# - x")
-        elif c == ">":
-            return buf, j + 1  # blockquote marker; a nested prefix may follow
-        elif c in _BULLETS:
-            if j + 1 == n and not final:
-                return None
-            if j + 1 < n and buf[j + 1] in " \t":
-                return buf, j + 1
-        elif c == "[":
-            if j + 4 > n and not final:
-                return None
-            if buf[j : j + 3] in ("[ ]", "[x]", "[X]") and j + 3 < n and buf[j + 3] in " \t":
-                return buf, j + 3  # task-list box
-        elif c == "|":
-            m = _NEWLINE.search(buf, j, j + MAX_TABLE_ROW_CHARS)
-            if m is None and n - j < MAX_TABLE_ROW_CHARS and not final:
-                return None
-            end = m.start() if m else min(n, j + MAX_TABLE_ROW_CHARS)
+        if c == "|":
+            return self._table(buf, j, final)
+        k = self._marker(buf, j, final)
+        if k is None:
+            return None
+        if k == j:  # no prefix: the line's text starts here
             self._state = _BODY
-            return buf[:j] + _table_row(buf[j:end]) + buf[end:], j
-        self._state = _BODY
+        return buf, k
+
+    def _fence_start(self, buf: str, j: int, final: bool) -> tuple[str, int] | None:
+        """A line inside a code block: its closing fence, or another line to drop."""
+        c = buf[j]
+        if c == self._fence:
+            end = _run_end(buf, j, c)
+            if end == len(buf) and not final:
+                return None
+            if end - j >= 3:  # closing fence: drop its line, then speak again
+                self._state = _DROP_LINE
+                return buf, end
+        self._state = _FENCE_LINE
         return buf, j
+
+    def _rule(self, buf: str, j: int, final: bool) -> int | None:
+        """End of a thematic break or table delimiter row at ``j`` (dropped), ``j`` if it is not one,
+        ``None`` to wait (for its newline, at most ``MAX_RULE_CHARS``)."""
+        n = len(buf)
+        k = j
+        while k < n and buf[k] in _RULE_CHARS:
+            k += 1
+        if k == n and not final and k - j < MAX_RULE_CHARS:
+            return None
+        if (k == n or buf[k] in NEWLINES) and _is_rule(buf[j:k]):
+            self._state = _DROP_LINE
+            return k
+        return j
+
+    def _table(self, buf: str, j: int, final: bool) -> tuple[str, int] | None:
+        """A table row at ``j``, rewritten as its cells once its newline (or the length cap) is seen."""
+        n = len(buf)
+        m = _NEWLINE.search(buf, j, j + MAX_TABLE_ROW_CHARS)
+        if m is None and n - j < MAX_TABLE_ROW_CHARS and not final:
+            return None
+        end = m.start() if m else min(n, j + MAX_TABLE_ROW_CHARS)
+        self._state = _BODY
+        return buf[:j] + _table_row(buf[j:end]) + buf[end:], j
+
+    def _marker(self, buf: str, j: int, final: bool) -> int | None:
+        """Index past a fence, heading, quote, bullet or task-box marker at ``j`` (``j`` if there is
+        none), ``None`` to wait. A fence opens the code block; the other markers keep the line start,
+        as a nested prefix may follow (e.g. "# - x")."""
+        c = buf[j]
+        if c in "`~":
+            return self._fence_open(buf, j, final)
+        if c == "#":
+            return self._heading(buf, j, final)
+        if c == ">":
+            return j + 1
+        if c in _BULLETS:
+            return self._after_marker(buf, j, j + 1, final)
+        if c == "[":
+            if j + 4 > len(buf) and not final:
+                return None
+            if buf[j : j + 3] in ("[ ]", "[x]", "[X]"):
+                return self._after_marker(buf, j, j + 3, final)  # task-list box
+        return j
+
+    def _fence_open(self, buf: str, j: int, final: bool) -> int | None:
+        """Past an opening code fence at ``j`` (the code block starts), else ``j``; ``None`` to wait."""
+        c = buf[j]
+        end = _run_end(buf, j, c)
+        if end == len(buf) and not final:
+            return None
+        if end - j >= 3:
+            self._fence = c
+            self._state = _FENCE_LINE
+            return end
+        return j
+
+    @staticmethod
+    def _heading(buf: str, j: int, final: bool) -> int | None:
+        """Past a heading's ``#`` run at ``j`` (1 to 6 of them, then a blank), else ``j``; ``None`` to wait."""
+        n = len(buf)
+        end = _run_end(buf, j, "#")
+        if end == n and not final:
+            return None
+        if end - j <= 6 and (end == n or buf[end].isspace()):
+            return end
+        return j
+
+    @staticmethod
+    def _after_marker(buf: str, j: int, end: int, final: bool) -> int | None:
+        """``end`` if the marker ``buf[j:end]`` is followed by a blank, else ``j``; ``None`` to wait."""
+        n = len(buf)
+        if end == n and not final:
+            return None
+        if end < n and buf[end] in " \t":
+            return end
+        return j
 
     def _special(self, buf: str, j: int, final: bool, out: list[str]) -> int | tuple[str, int]:
         """Handle the markup character at ``j``; -1 to wait for more text."""
-        n = len(buf)
         c = buf[j]
         if c in NEWLINES:
             out.append(c)
             self._state = _LINE_START
             self._code = False
             return j + 1
-        if c == "`":
-            end = _run_end(buf, j, c)
-            if end == n and not final:
-                return -1
-            self._code = not self._code
-            return end
-        if c == "*" or c == "_":
-            end = _run_end(buf, j, c)
-            if end == n and not final:
-                return -1
-            prev = buf[j - 1] if j > 0 else self._prev
-            if prev.isalnum() and end < n and buf[end].isalnum():
-                # Inside a word: snake_case keeps its "_"; "2*3" must not become "23".
-                out.append(buf[j:end] if c == "_" else " ")
-            return end
-        if c == "~":
-            end = _run_end(buf, j, c)
-            if end == n and not final:
-                return -1
-            if end - j == 1:
-                out.append(c)
-            return end
+        if c in "`*_~":
+            return self._run_markup(buf, j, final, out)
         if c == "\\":
-            if j + 1 == n and not final:
-                return -1
-            if j + 1 < n and buf[j + 1] in _ASCII_PUNCT:
-                out.append(buf[j + 1])
-                return j + 2
-            out.append(c)
-            return j + 1
+            return self._escape(buf, j, final, out)
         if c == "!":
-            if j + 1 == n and not final:
-                return -1
-            if j + 1 < n and buf[j + 1] == "[":
-                link = self._link(buf, j + 1, final)
-                if link is None:
-                    return -1
-                if link:
-                    return buf[:j] + buf[link[1] :], j  # image: dropped with its alt text
-            out.append(c)
-            return j + 1
+            return self._image(buf, j, final, out)
         # c == "["
         link = self._link(buf, j, final)
         if link is None:
@@ -284,6 +299,51 @@ class MarkdownStripper:
         if link:
             return buf[:j] + link[0] + buf[link[1] :], j  # the text is processed next
         out.append(c)
+        return j + 1
+
+    def _run_markup(self, buf: str, j: int, final: bool, out: list[str]) -> int:
+        """A run of backticks (code span), ``*``/``_`` (emphasis) or ``~`` (strikethrough); -1 to wait."""
+        n = len(buf)
+        c = buf[j]
+        end = _run_end(buf, j, c)
+        if end == n and not final:
+            return -1
+        if c == "`":
+            self._code = not self._code
+        elif c == "~":
+            if end - j == 1:
+                out.append(c)
+        else:
+            prev = buf[j - 1] if j > 0 else self._prev
+            if prev.isalnum() and end < n and buf[end].isalnum():
+                # Inside a word: snake_case keeps its "_"; "2*3" must not become "23".
+                out.append(buf[j:end] if c == "_" else " ")
+        return end
+
+    @staticmethod
+    def _escape(buf: str, j: int, final: bool, out: list[str]) -> int:
+        """A backslash escape: the escaped punctuation is spoken, a lone ``\\`` kept; -1 to wait."""
+        n = len(buf)
+        if j + 1 == n and not final:
+            return -1
+        if j + 1 < n and buf[j + 1] in _ASCII_PUNCT:
+            out.append(buf[j + 1])
+            return j + 2
+        out.append(buf[j])
+        return j + 1
+
+    def _image(self, buf: str, j: int, final: bool, out: list[str]) -> int | tuple[str, int]:
+        """``![alt](url)`` at ``j`` is dropped with its alt text; a lone ``!`` is kept; -1 to wait."""
+        n = len(buf)
+        if j + 1 == n and not final:
+            return -1
+        if j + 1 < n and buf[j + 1] == "[":
+            link = self._link(buf, j + 1, final)
+            if link is None:
+                return -1
+            if link:
+                return buf[:j] + buf[link[1] :], j
+        out.append("!")
         return j + 1
 
     @staticmethod
