@@ -87,7 +87,8 @@ async def measure(client: httpx.AsyncClient, target: Target, text: str, voice: s
     if voice is None:
         listed = await client.get(f"{target.base_url}/v1/audio/voices", timeout=30)
         voice = str(listed.json().get("default")) if listed.status_code == 200 else None
-    reference = np.frombuffer(await _fetch(client, target, text, "pcm", PESQ_RATE, voice), "<i2").astype(np.float32) / 32768
+    reference_pcm = await _fetch(client, target, text, "pcm", PESQ_RATE, voice)
+    reference = np.frombuffer(reference_pcm, "<i2").astype(np.float32) / 32768
     seconds = reference.size / PESQ_RATE
     rows: list[dict[str, Any]] = [{"format": "pcm", "sample_rate": PESQ_RATE, "kbps": round(PESQ_RATE * 16 / 1000, 1),
                                    "pesq_wb": pesq_wb(reference, reference)}]

@@ -18,9 +18,9 @@ Measured:
   within ``arrival_spread_s``, in ``arrival_patterns`` start patterns (pooled: at 4 sessions one
   pattern's stall ranged 0-690 ms per audio minute over four patterns); each listener plays its
   audio in real time from its first byte. p95 time to first audio and stall (ms of silence after
-  playback began, per minute of audio), round-robin vs deadline. Targets: no stall at 2 sessions; deadline stall <= half round-robin's
-  at 4 and 8. A stall also counts the agent not having written the next sentence yet; both
-  schedulers see the same text at the same times, so the comparison holds;
+  playback began, per minute of audio), round-robin vs deadline. Targets: no stall at 2 sessions;
+  deadline stall <= half round-robin's at 4 and 8. A stall also counts the agent not having written
+  the next sentence yet; both schedulers see the same text at the same times, so the comparison holds;
 * throughput: a paragraph of eight sentences as one message, ours vs a one-shot loop (kokoro's
   KPipeline on a torch model), in one process (bench/throughput.py).
 """
@@ -104,7 +104,8 @@ async def factorial(target: measure.Target, scenario: Scenario, repeats: int) ->
                 samples = []
                 for _ in range(repeats):
                     if transport == "stream":
-                        trace = await measure.run_stream(client, target, scenario, full=False, early_first_fragment=early)
+                        trace = await measure.run_stream(client, target, scenario, full=False,
+                                                         early_first_fragment=early)
                     else:
                         trace = await measure.run_bidi(target, scenario, full=False, early_first_fragment=early)
                     if trace.first_audio_s is not None:
@@ -168,8 +169,8 @@ def run(
     servers: dict[str, ServerProcess] = {}
 
     def start(name: str, extra: dict[str, str]) -> tuple[measure.Target, dict[str, Any]]:
-        server = servers[name] = ServerProcess(python=python, model_dir=model_dir, env={**env, **extra}, variants=SERVERS[name],
-                                               log_path=log_dir / f"bench-design-{name}.log")
+        server = servers[name] = ServerProcess(python=python, model_dir=model_dir, env={**env, **extra},
+                                               variants=SERVERS[name], log_path=log_dir / f"bench-design-{name}.log")
         log(f"design: starting the {name} server")
         status = server.start()  # picks the port: the URL exists only after this
         return measure.Target(server.url), status
@@ -193,7 +194,8 @@ def run(
         policies = [("deadline", windowed), ("round_robin", round_robin)]
         for rung, n in enumerate(plan.load_sessions):
             for policy, target in policies if rung % 2 == 0 else policies[::-1]:
-                found = asyncio.run(arrival_load(target, load_scenario, n, plan.arrival_spread_s, plan.arrival_patterns))
+                found = asyncio.run(arrival_load(target, load_scenario, n, plan.arrival_spread_s,
+                                                 plan.arrival_patterns))
                 result["arrival_load"].setdefault(policy, []).append(found)
                 log(f"design: {policy} arrivals {found}")
     finally:
@@ -229,7 +231,8 @@ def targets(design: dict[str, Any]) -> list[dict[str, Any]]:
     out.append(_target("paragraph as one message: ours / one-shot loop (time)", "<= 1.0", speed,
                        speed is not None and speed <= 1.0))
     ratio = design["sentence_ttfa"].get("windowed", {}).get("ratio")
-    out.append(_target("TTFA 35-word / 6-word sentence (windowed)", "<= 1.5", ratio, ratio is not None and ratio <= 1.5))
+    out.append(_target("TTFA 35-word / 6-word sentence (windowed)", "<= 1.5", ratio,
+                       ratio is not None and ratio <= 1.5))
     by_n = {p: {r["sessions"]: r for r in rows} for p, rows in design["arrival_load"].items()}
     two = by_n.get("deadline", {}).get(2)
     if two is not None:
@@ -265,7 +268,8 @@ def markdown(design: dict[str, Any]) -> str:
     pinned = f"; both servers cut windows at decoder pace {pace:.3f}" if pace else ""
     lines += ["", f"Sessions arriving at random within {design['arrival_spread_s']} s ({patterns} start patterns "
               f"per rung of 2 or more, pooled; the two schedulers take turns rung by rung{pinned}):", "",
-              "| scheduler | sessions | p95 TTFA ms | stall ms per audio minute | per pattern |", "|---|---|---|---|---|"]
+              "| scheduler | sessions | p95 TTFA ms | stall ms per audio minute | per pattern |",
+              "|---|---|---|---|---|"]
     for policy, rows in design["arrival_load"].items():
         for r in rows:
             per = ", ".join(str(v) for v in r.get("stall_by_pattern", []))

@@ -204,27 +204,31 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
                              "audio_s": med(name, "audio_s")}
                       for name in ("ours", "loop_sentence", "loop_chunk")}
     concurrent_wall = med("ours_concurrent", "total_s")
-    concurrent_first_p50 = _median([statistics.median(c["first_s"] for c in r["callers"]) for r in runs["ours_concurrent"]])
+    concurrent_first_p50 = _median([statistics.median(c["first_s"] for c in r["callers"])
+                                    for r in runs["ours_concurrent"]])
     loop_total = paragraph_rows["loop_sentence"]["total_s"]
     chunk_total = paragraph_rows["loop_chunk"]["total_s"]
     second_ours = _median([r["callers"][1]["first_s"] for r in runs["ours_second_caller"]])
     # a loop serves one caller at a time: the second waits for the paragraph, then its own first audio
     second_loop = round(chunk_total - SECOND_CALLER_AFTER_S + med("loop_short", "first_s"), 4)
     ours = paragraph_rows["ours"]
-    short = {"ours_first_s": med("ours_short", "first_s"), "ours_one_shot_first_s": med("ours_short_one_shot", "first_s"),
+    short = {"ours_first_s": med("ours_short", "first_s"),
+             "ours_one_shot_first_s": med("ours_short_one_shot", "first_s"),
              "loop_first_s": med("loop_short", "first_s")}
     rows: dict[str, Any] = {
         "paragraph": paragraph_rows,
         "concurrent": {"callers": CONCURRENT, "ours_wall_s": concurrent_wall, "ours_first_p50_s": concurrent_first_p50,
                        "loop_sentence_x4_s": round(CONCURRENT * loop_total, 4),
                        "loop_chunk_x4_s": round(CONCURRENT * chunk_total, 4)},
-        "second_caller": {"after_s": SECOND_CALLER_AFTER_S, "ours_first_s": second_ours, "loop_chunk_first_s": second_loop},
+        "second_caller": {"after_s": SECOND_CALLER_AFTER_S, "ours_first_s": second_ours,
+                          "loop_chunk_first_s": second_loop},
         "short": {"text": SHORT, **short},
     }
     ratios = {
         "total_over_loop_sentence": ours["total_s"] / loop_total,
         "total_over_loop_chunk": ours["total_s"] / chunk_total,
-        "cpu_per_audio_over_loop_sentence": ours["cpu_per_audio_s"] / paragraph_rows["loop_sentence"]["cpu_per_audio_s"],
+        "cpu_per_audio_over_loop_sentence":
+            ours["cpu_per_audio_s"] / paragraph_rows["loop_sentence"]["cpu_per_audio_s"],
         "cpu_per_audio_over_loop_chunk": ours["cpu_per_audio_s"] / paragraph_rows["loop_chunk"]["cpu_per_audio_s"],
         "concurrent_wall_over_loop_sentence_x4": concurrent_wall / (CONCURRENT * loop_total),
         "first_over_loop_sentence": ours["first_s"] / paragraph_rows["loop_sentence"]["first_s"],

@@ -261,7 +261,8 @@ def main() -> None:
         "server": {"model": f"real weights ({args.model_dir})" if args.model_dir else "tiny random-weight model",
                    "device": "cpu"},
         "answer_words": n, "token_ms": args.token_ms, "llm_s": round((n - 1) * args.token_ms / 1000, 3),
-        "rounds": args.rounds, "loadavg_before": before, "loadavg": [round(x, 2) for x in os.getloadavg()], "variants": variants,
+        "rounds": args.rounds, "loadavg_before": before, "loadavg": [round(x, 2) for x in os.getloadavg()],
+        "variants": variants,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

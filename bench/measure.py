@@ -362,7 +362,8 @@ async def probe_overhead(target: Target, text: str, count: int, *, timestamps: b
         try:
             if timestamps:  # the first reply is `configured` or an error
                 await ws.send(json.dumps({"type": "configure", "timestamps": True}))
-                if (reply := json.loads(await asyncio.wait_for(ws.recv(), FIRST_AUDIO_TIMEOUT_S)))["type"] != "configured":
+                reply = json.loads(await asyncio.wait_for(ws.recv(), FIRST_AUDIO_TIMEOUT_S))
+                if reply["type"] != "configured":
                     raise BenchError(f"configure with timestamps got {reply}")
             sent = now()
             await ws.send(json.dumps({"type": "speak", "id": f"probe{i}", "text": text}))

@@ -103,7 +103,8 @@ def run(
                     found = asyncio.run(arrival_load(measure.Target(servers[name].url), scenario, n,
                                                      plan.arrival_spread_s, first_pattern=pattern))
                     runs.append({"variant": name, "pattern": pattern, **found})
-                    log(f"{name} {n} sessions, pattern {pattern}: {found['stall_ms_per_audio_min']} ms per audio minute, "
+                    log(f"{name} {n} sessions, pattern {pattern}: "
+                        f"{found['stall_ms_per_audio_min']} ms per audio minute, "
                         f"p95 first audio {found['ttfa_p95_ms']} ms")
     finally:
         for server in servers.values():
@@ -119,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", default="2,4,8", help="session counts, comma-separated")
     parser.add_argument("--patterns", default="0,1,2", help="start patterns (bench.design's), comma-separated")
     parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "kokoro-82m-onnx")
-    parser.add_argument("--python", type=Path, default=Path(os.environ.get("KOKORO_PYTHON", REPO / ".venv-kokoro/bin/python")))
+    parser.add_argument("--python", type=Path,
+                        default=Path(os.environ.get("KOKORO_PYTHON", REPO / ".venv-kokoro/bin/python")))
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
     args = parser.parse_args(argv)
     try:

@@ -120,7 +120,8 @@ async def _speech(sides: Sides) -> dict[str, Any]:
 
     scheduler = Timed(workers=1)
     await scheduler.start()
-    synth = Synthesizer(engine=Counting(sides.engine), voices=sides.model.voices, scheduler=scheduler, default_voice=sides.voice)
+    synth = Synthesizer(engine=Counting(sides.engine), voices=sides.model.voices, scheduler=scheduler,
+                        default_voice=sides.voice)
     synth.phonemizer.phonemize("Warm up.", voice=sides.voice)
     synth.keep_up(sides.pace)
     windows: list[dict[str, Any]] = []

@@ -9,13 +9,15 @@ Runs in the Kokoro environment, in one process, so both sides pay the same G2P a
 * ``ours_windowed`` / ``ours_one_shot``: the server's Speech (G2P in its own thread, pipelined
   ahead of the model, deadline scheduler) over the same text, from the first job to the last audio;
   ``ours_windowed_per_chunk`` starts every sentence's windows small (the bench's
-  ``windowed_per_chunk`` variant, bench/variants.py) instead of growing them with the audio before, to show what that buys.
+  ``windowed_per_chunk`` variant, bench/variants.py) instead of growing them with the audio before,
+  to show what that buys.
 
 Every side runs in the same worker thread: on this machine torch on the main thread ran the tiny
 model ~20x slower than in a worker thread (23 s against 1 s for one sentence, load average ~10),
-which would otherwise be counted against the loops. Prints one JSON object: the fastest of ``--repeats`` runs per side (in rotated order, so no side
-always pays first-run costs) and audio seconds. Windowed decoding decodes its context
-frames twice (about a quarter more decoder work on a long sentence); the pipelining wins some back.
+which would otherwise be counted against the loops. Prints one JSON object: the fastest of
+``--repeats`` runs per side (in rotated order, so no side always pays first-run costs) and audio
+seconds. Windowed decoding decodes its context frames twice (about a quarter more decoder work on a
+long sentence); the pipelining wins some back.
 """
 
 from __future__ import annotations
@@ -55,7 +57,8 @@ async def ours(engine, voices, voice: str, text: str, *, windowed: bool, pace: f
     synth.keep_up(pace)  # as the server sizes windows by default (KOKORO_DECODER_PACE=measure)
     try:
         began = time.perf_counter()
-        audio = sum([c.seconds async for c in synth.speech(owner="bench", pieces=iter_sentences(text), voice=voice, speed=1.0)])
+        speech = synth.speech(owner="bench", pieces=iter_sentences(text), voice=voice, speed=1.0)
+        audio = sum([c.seconds async for c in speech])
         return time.perf_counter() - began, audio
     finally:
         await scheduler.stop()

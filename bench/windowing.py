@@ -180,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
             "variation_one_frame_less_db": round(log_mel_distance(reference[:shorter.size], shorter), 3),
             "variation_style_row_pesq": pesq_wideband(reference, neighbour),
             "variation_one_frame_less_pesq": pesq_wideband(reference[:shorter.size], shorter),
-            "one_shot_jump_p999": round(float(np.percentile(d, 99.9)), 4), "one_shot_jump_max": round(float(d.max()), 4),
+            "one_shot_jump_p999": round(float(np.percentile(d, 99.9)), 4),
+            "one_shot_jump_max": round(float(d.max()), 4),
             "one_shot_wer": word_error_rate(text, reference),
         }
         rows: list[dict[str, Any]] = []

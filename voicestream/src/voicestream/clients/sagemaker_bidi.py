@@ -374,7 +374,9 @@ async def connect_sagemaker(
         except Exception as exc:
             await _abandon(stream, owned, writers)
             if isinstance(exc, TimeoutError):
-                raise TtsTimeoutError(f"{endpoint_name}: no answer within {connect_timeout:.0f} s of connecting") from exc
+                raise TtsTimeoutError(
+                    f"{endpoint_name}: no answer within {connect_timeout:.0f} s of connecting"
+                ) from exc
             raise map_sdk_error(exc, endpoint_name=endpoint_name) from exc
         on_close = functools.partial(_close_owned, owned, writers) if owned is not None else None
         return SageMakerBidiTransport(stream=stream, endpoint_name=endpoint_name, on_close=on_close, output=output)

@@ -81,7 +81,8 @@ def check_fresh(stamp: float, *, now: float, max_age_s: float, name: str = "requ
     if age > max_age_s:
         raise ProtocolError(
             "request_stale",
-            f"{name}: request_stale: sent {age:.1f} s ago, over the limit of {max_age_s:g} s (KOKORO_MAX_REQUEST_AGE_S)",
+            f"{name}: request_stale: sent {age:.1f} s ago, over the limit of {max_age_s:g} s "
+            "(KOKORO_MAX_REQUEST_AGE_S)",
             field=name,
         )
 
