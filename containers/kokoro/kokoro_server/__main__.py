@@ -13,13 +13,19 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import uvicorn
 
 from .config import ConfigError, Settings
 from .model_dir import ModelDirError
 from .supervisor import EXIT_BAD_MODEL  # exit 2: a refusal to start, never retried
+
+if TYPE_CHECKING:
+    from .scheduler import Scheduler
+    from .synth import Synthesizer
 
 SIGKILL_AFTER_S = 30  # SageMaker's SIGKILL after SIGTERM (its inference container guide)
 
@@ -38,7 +44,8 @@ def onnx_over_torch_dir(settings: Settings) -> Path:
     root = settings.model_dir
     if settings.engine != "onnx" or not root.is_dir() or any(root.glob("*.onnx")):
         return root
-    from kokoro_tools.packaged_weights import PackagedWeightsError, build_model_dir
+    from kokoro_tools.packaged_weights import build_model_dir
+    from kokoro_tools.weight_parts import PackagedWeightsError
 
     target = Path(os.environ.get("KOKORO_ONNX_DIR", "/tmp/kokoro-82m-onnx"))
     try:
@@ -52,7 +59,7 @@ def onnx_over_torch_dir(settings: Settings) -> Path:
     return target
 
 
-def load(settings: Settings):
+def load(settings: Settings) -> Callable[[Scheduler], Synthesizer]:
     """Return ``synth_factory`` for the app, with the engine loaded and warmed up now."""
     from .engines import load_engine
     from .model_dir import open_model_dir
@@ -64,7 +71,7 @@ def load(settings: Settings):
     log.info("loaded %s engine on %s from %s with %d voices in %.1fs", engine.name, engine.device,
              model.root, len(model.voices), time.perf_counter() - started)
 
-    def factory(scheduler):
+    def factory(scheduler: Scheduler) -> Synthesizer:
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler,
                             default_voice=settings.default_voice, vocab=model.vocab)
         if settings.warmup:

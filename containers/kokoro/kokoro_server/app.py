@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -176,7 +176,7 @@ def websocket_protocol() -> type | str:
     return AbortableWebSocketProtocol
 
 
-def create_app(*, settings: Settings, synth_factory) -> Starlette:
+def create_app(*, settings: Settings, synth_factory: Callable[[Scheduler], Synthesizer]) -> Starlette:
     """``synth_factory(scheduler)`` returns a warmed-up Synthesizer; it runs before serving."""
 
     @contextlib.asynccontextmanager

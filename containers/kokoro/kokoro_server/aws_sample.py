@@ -61,7 +61,8 @@ async def respond_sample(request: Request, synth: Synthesizer, payload: dict[str
     try:
         sample = aws.request_from_sample(payload)
         if sample.request_timestamp is not None:
-            aws.check_fresh(sample.request_timestamp, now=time.time(), max_age_s=request.app.state.settings.max_request_age_s)
+            aws.check_fresh(sample.request_timestamp, now=time.time(),
+                            max_age_s=request.app.state.settings.max_request_age_s)
         voice = synth.resolve_voice(sample.request.voice)
         check_audio(sample.request)
     except ProtocolError as exc:
@@ -113,7 +114,9 @@ async def _complete(audio: AsyncIterator[Encoded], req: SynthesisRequest, header
     })
 
 
-async def _sse(audio: AsyncIterator[Encoded], req: SynthesisRequest, voice: str, request_id: str) -> AsyncIterator[bytes]:
+async def _sse(
+    audio: AsyncIterator[Encoded], req: SynthesisRequest, voice: str, request_id: str
+) -> AsyncIterator[bytes]:
     yield sse_frame(event="audio_stream_start", data={"request_id": request_id, "format": req.format,
                                                       "voice": voice, "sample_rate": req.sample_rate})
     seq = 0

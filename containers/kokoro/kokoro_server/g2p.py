@@ -6,9 +6,10 @@ most 510 phonemes at punctuation. Both engines share it, so they hear the same p
 
 Text normalization (the ``normalize`` package: what an LLM writes, as a person reads it) runs
 first, and :func:`sourced` points the words it wrote back at the text they stand for. Guards
-then stand between the text and misaki, all in :func:`readable`, which only adds spaces: :func:`read_long_numbers` (misaki reads a number by
-name through num2words, which raises from about 307 digits) and :func:`split_long_runs` (misaki's
-time on a run of characters without a space is cubic in its parts). :class:`G2PNotes`: espeak's
+then stand between the text and misaki, all in :func:`readable`, which only adds spaces:
+:func:`read_long_numbers` (misaki reads a number by name through num2words, which raises from about
+307 digits) and :func:`split_long_runs` (misaki's time on a run of characters without a space is
+cubic in its parts). :class:`G2PNotes`: espeak's
 ``phonemizer`` logs a warning for every word misaki did not know; they become one line per text.
 """
 

@@ -193,5 +193,6 @@ async def _sse(
         return
     yield encode_sse(SseEnd(
         id=request_id, chunks=index, audio_ms=round(audio_s * 1000), synthesis_ms=round(synthesis_s * 1000),
-        elapsed_ms=round((time.perf_counter() - started) * 1000), first_audio_synthesis_ms=round((first_s or 0.0) * 1000),
+        elapsed_ms=round((time.perf_counter() - started) * 1000),
+        first_audio_synthesis_ms=round((first_s or 0.0) * 1000),
     ))

@@ -46,7 +46,8 @@ class ModelDir:
 
     @property
     def vocab(self) -> dict[str, int]:
-        return self.config["vocab"]
+        vocab: dict[str, int] = self.config["vocab"]  # checked when the directory is opened
+        return vocab
 
 
 def open_model_dir(root: str | Path, *, engine: str | None = None) -> ModelDir:
@@ -169,4 +170,5 @@ def _load_pack(path: Path) -> np.ndarray:
 def style_for(pack: np.ndarray, phonemes: str) -> np.ndarray:
     """Kokoro's style vector for an input of this length: row len(phonemes) - 1, shape [1, 256]."""
     index = min(max(len(phonemes), 1), VOICE_SHAPE[0]) - 1
-    return pack[index]
+    style: np.ndarray = pack[index]
+    return style

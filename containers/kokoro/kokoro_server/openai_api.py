@@ -59,7 +59,9 @@ OPENAI_VOICES = (
 # OpenAI's names that Kokoro has a voice of (hexgrad named these packs after them); the rest speak
 # with the server's default voice (af_heart wherever the English voices are).
 OPENAI_ALIASES = {"alloy": "af_alloy", "echo": "am_echo", "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx"}
-FIELDS = frozenset({"model", "input", "voice", "instructions", "response_format", "speed", "stream_format", "normalize"})
+FIELDS = frozenset({
+    "model", "input", "voice", "instructions", "response_format", "speed", "stream_format", "normalize",
+})
 STREAM_FORMATS = ("audio", "sse")
 OPENAI_SPEED_MIN, OPENAI_SPEED_MAX = 0.25, 4.0  # OpenAI's documented range for ``speed``
 FRAMES_PER_SECOND = 40  # Kokoro's duration frames (25 ms): the unit of usage.output_tokens
@@ -97,9 +99,10 @@ class SpeechRequest:
 
 
 def _choice(payload: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
-    value = payload.get(name, default)
-    if value not in allowed:
-        raise OpenAIError(f"{name}: must be one of {', '.join(allowed)}, got {value!r}", param=name, code="invalid_value")
+    value: object = payload.get(name, default)
+    if not isinstance(value, str) or value not in allowed:
+        raise OpenAIError(f"{name}: must be one of {', '.join(allowed)}, got {value!r}", param=name,
+                          code="invalid_value")
     return value
 
 
@@ -153,7 +156,8 @@ def _resolve_voice(synth: Synthesizer, voice: str | None) -> str:
 async def speech(request: Request) -> Response:
     body = await read_body(request)
     if body is None:
-        return OpenAIError(f"the body is over {MAX_BODY_BYTES} bytes", param=None, code="body_too_large", status=413).response()
+        return OpenAIError(f"the body is over {MAX_BODY_BYTES} bytes", param=None, code="body_too_large",
+                           status=413).response()
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError) as exc:

@@ -4,8 +4,8 @@ The model runs one job at a time (a window of frames, or a whole chunk when deco
 off the event loop in a worker thread. Jobs are queued per owner (a WebSocket session or an HTTP
 request), FIFO within an owner, one at a time (its windows share a decoder state). A job's
 ``then`` hook runs as soon as it finished, before the next pick: an owner queues its next window
-there, so that pick weighs it. Which owner goes next: the owner whose listener runs out of audio first. Each finished job
-  adds its audio to the owner's account: the listener runs out at ``max(now, runs_out) + audio``.
+there, so that pick weighs it. Which owner goes next: the owner whose listener runs out of audio first.
+  Each finished job adds its audio to the owner's account: the listener runs out at ``max(now, runs_out) + audio``.
   An owner with nothing playing is due ``first_audio_s`` after its job was submitted: a session 5 s
   ahead waits for a new session's first window, but one whose listener is about to run dry goes
   first (a gap in speech already playing costs more than a first audio that much later). A job's

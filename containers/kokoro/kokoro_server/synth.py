@@ -359,7 +359,8 @@ class Speech:
                 chunk = await future
                 offset_ms = round(samples * 1000 / NATIVE_SAMPLE_RATE)
                 samples += len(chunk.synthesis.audio)
-                yield replace(chunk, words=tuple(word.shifted(offset_ms) for word in chunk.words)) if chunk.words else chunk
+                yield (replace(chunk, words=tuple(word.shifted(offset_ms) for word in chunk.words))
+                       if chunk.words else chunk)
             finally:
                 if future in self._pending:
                     self._pending.remove(future)

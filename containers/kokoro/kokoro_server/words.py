@@ -163,7 +163,8 @@ def phoneme_frame_starts(phonemes: str, durations: np.ndarray, vocab: Mapping[st
         return None
     per_symbol = np.zeros(len(phonemes), dtype=np.float64)
     per_symbol[known] = d[1:-1]
-    return d[0] + np.concatenate(([0.0], np.cumsum(per_symbol)))
+    starts: np.ndarray = d[0] + np.concatenate(([0.0], np.cumsum(per_symbol)))
+    return starts
 
 
 def word_timings(

@@ -330,7 +330,9 @@ def _with_durations(joined: Path, weights: Path) -> None:
         try:
             expose_durations(joined, tmp)
         except Exception as exc:  # GraphError, or onnx's own errors for a damaged protobuf
-            raise PackagedWeightsError(f"{joined}: cannot add the durations output ({type(exc).__name__}: {exc})") from None
+            raise PackagedWeightsError(
+                f"{joined}: cannot add the durations output ({type(exc).__name__}: {exc})"
+            ) from None
         os.chmod(tmp, 0o644)
         os.replace(tmp, weights)
     finally:

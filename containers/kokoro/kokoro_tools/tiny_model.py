@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -28,7 +29,7 @@ SYMBOLS = [_PAD, *_PUNCTUATION, *_LETTERS, *_IPA]
 
 # Kokoro 0.9.4 hard-wires hidden_dim 512, style_dim 128 and upsample_initial_channel 512; the
 # rest is shrunk (BERT to one small layer, the vocoder to two 2x upsamplings with hop 75).
-TINY_CONFIG: dict = {
+TINY_CONFIG: dict[str, Any] = {
     "dim_in": 64,
     "dropout": 0.2,
     "hidden_dim": 512,

@@ -25,7 +25,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,7 +89,7 @@ def intra_op_threads(env: Mapping[str, str] | None = None) -> int:
     return value
 
 
-def pick_providers(device: str | None) -> tuple[str, list]:
+def pick_providers(device: str | None) -> tuple[str, list[str | tuple[str, dict[str, int]]]]:
     """(device actually used, onnxruntime providers). CUDA only when asked for and available."""
     if device and device.startswith("cuda"):
         if "CUDAExecutionProvider" in ort.get_available_providers():
@@ -117,7 +117,7 @@ def _signature(session: ort.InferenceSession, path: Path) -> _Signature:
     inputs = {i.name: i for i in session.get_inputs()}
     outputs = session.get_outputs()
 
-    def pick(names: tuple[str, ...], want) -> str | None:
+    def pick(names: tuple[str, ...], want: Callable[[ort.NodeArg], bool]) -> str | None:
         for name in names:
             if name in inputs and want(inputs[name]):
                 return name
@@ -164,7 +164,8 @@ class OnnxEngine:
         self._vocab = dict(model.vocab)
         self._lock = threading.Lock()
         sig = self._sig
-        split = split_graph(graph or model.weights, tokens=sig.tokens, style=sig.style, speed=sig.speed, audio=sig.audio)
+        split = split_graph(graph or model.weights, tokens=sig.tokens, style=sig.style, speed=sig.speed,
+                            audio=sig.audio)
         self._split = split
         if split is None:
             self._whole: ort.InferenceSession | None = whole
@@ -206,10 +207,11 @@ class OnnxEngine:
             sig.speed: np.full(sig.speed_shape, speed, dtype=sig.speed_dtype),
         }
 
-    def _run(self, session: ort.InferenceSession, outputs: list[str], feeds: dict) -> list[np.ndarray]:
+    def _run(self, session: ort.InferenceSession, outputs: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
         try:
             with self._lock:
-                return session.run(outputs, feeds)
+                results: list[np.ndarray] = session.run(outputs, feeds)
+                return results
         except Exception as exc:
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
 
@@ -242,7 +244,8 @@ class OnnxEngine:
     def _begin_whole(self, feeds: dict[str, np.ndarray]) -> Decoding:
         sig = self._sig
         wanted = [sig.audio] if sig.durations is None else [sig.audio, sig.durations]
-        results = self._run(self._whole, wanted, feeds)  # type: ignore[arg-type]
+        assert self._whole is not None  # begin() comes here only for a graph it could not cut
+        results = self._run(self._whole, wanted, feeds)
         audio = _checked(results[0])
         durations = None if sig.durations is None else np.asarray(results[1]).reshape(-1)
         return Decoding(frames=1, decode=lambda lo, hi: audio, plan=None, durations=durations)

@@ -14,6 +14,7 @@ import threading
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -48,7 +49,7 @@ def pick_device(requested: str | None) -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def build_kmodel(config: dict, *, disable_complex: bool = False) -> KModel:
+def build_kmodel(config: dict[str, Any], *, disable_complex: bool = False) -> KModel:
     """KModel with the architecture of ``config`` and untrained weights, never touching the hub."""
     with tempfile.TemporaryDirectory() as tmp:
         empty = Path(tmp) / "empty.pth"
@@ -90,7 +91,7 @@ def load_checkpoint_strictly(kmodel: KModel, path: Path) -> None:
         module.load_state_dict(state, strict=True)
 
 
-class SharedSource(torch.nn.Module):
+class SharedSource(torch.nn.Module):  # type: ignore[misc]  # torch has no stubs where mypy runs (.venv)
     """Stands in for the vocoder's harmonic source module (``Generator.m_source``): made once per
     chunk over all its frames (``make``), each window's decoder call is handed its slice
     (``using``). Outside ``using`` it runs the original module, so the decoder still works alone."""
@@ -187,11 +188,14 @@ class TorchEngine:
                     )
             except Exception as exc:
                 raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
-            return audio.detach().to(torch.float32).cpu().numpy().reshape(-1)
+            samples: np.ndarray = audio.detach().to(torch.float32).cpu().numpy().reshape(-1)
+            return samples
 
         return Decoding(frames=int(asr.shape[2]), decode=decode, plan=plan, durations=durations)
 
-    def _front(self, phonemes: str, ref_s: torch.Tensor, speed: float):
+    def _front(
+        self, phonemes: str, ref_s: torch.Tensor, speed: float
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, np.ndarray]:
         """KModel.forward_with_tokens up to the decoder: features, F0, energy, frames per token."""
         m = self._model
         ids = [i for i in map(m.vocab.get, phonemes) if i is not None]

@@ -60,8 +60,8 @@ class WindowPlan:
     crossfade: int = 8
     continued: int = 160
     """At most this many frames (and at most ``largest``) in the first window of a chunk that
-    follows earlier audio of its speech: a sentence of up to 4 s after the first is one window (exactly the one-shot render),
-    and no such window holds the engine long enough to starve other sessions (on a 2-core CPU,
+    follows earlier audio of its speech: a sentence of up to 4 s after the first is one window (exactly the
+    one-shot render), and no such window holds the engine long enough to starve other sessions (on a 2-core CPU,
     4 sessions arriving at random stalled about 6.4 s per audio minute with 480 here, 1.2 s with
     160, round-robin 2.5 s: medians of bench/design.py arrival runs, made before a speech queued its
     next window from the scheduler's completion hook). Paired again since, 240 against 160 (six
@@ -112,7 +112,9 @@ class WindowPlan:
         if self.continued < self.first:
             raise ValueError(f"continued: must be at least first ({self.first}), got {self.continued}")
         if self.continued_alone < self.continued:
-            raise ValueError(f"continued_alone: must be at least continued ({self.continued}), got {self.continued_alone}")
+            raise ValueError(
+                f"continued_alone: must be at least continued ({self.continued}), got {self.continued_alone}"
+            )
 
     def alone(self) -> WindowPlan:
         """This plan for a chunk that follows earlier audio of its speech while no other session's

@@ -210,7 +210,8 @@ def version(match: re.Match[str]) -> str:
 FRACTIONS = {(1, 2): "one half", (1, 4): "one quarter", (3, 4): "three quarters", (1, 3): "one third",
              (2, 3): "two thirds"}
 UNICODE_FRACTIONS = {"½": "one half", "¼": "one quarter", "¾": "three quarters", "⅓": "one third",
-                     "⅔": "two thirds", "⅛": "one eighth", "⅜": "three eighths", "⅝": "five eighths", "⅞": "seven eighths"}
+                     "⅔": "two thirds", "⅛": "one eighth", "⅜": "three eighths", "⅝": "five eighths",
+                     "⅞": "seven eighths"}
 
 
 def fraction(match: re.Match[str]) -> str:

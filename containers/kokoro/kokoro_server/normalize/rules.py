@@ -12,7 +12,7 @@ import re
 
 from . import readings as r
 from .core import Piece, Rule
-from .numbers import cardinal, decimal, ordinal
+from .numbers import cardinal, decimal, ordinal, year
 
 _NUM = r"\d{1,3}(?:,\d{3})+|\d+"
 _DEC = rf"[-−]?(?:{_NUM})(?:\.\d+)?"
@@ -60,18 +60,21 @@ SYMBOLS: tuple[tuple[str, str], ...] = (
     (r"≈", "approximately"), (r"≠", "is not equal to"), (r"(?<=\s)(?:->|→)(?=\s)", "to"),
     (r"(?<=\s)>=(?=\s)", "is at least"), (r"(?<=\s)<=(?=\s)", "is at most"),
     (r"(?<=\s)>(?=\s)", "is greater than"), (r"(?<=\s)<(?=\s)", "is less than"), (r"~(?=\d)", "about"),
-    (r"°", "degrees"), (r"(?<!\w)@(?=\w)", "at "), (r"(?<=\s)@(?=\s)", "at"), (r"(?<=\d)\s?\*\s?(?=\d)", " times "), (r"(?<=\s)\|(?=\s)", ","),
+    (r"°", "degrees"), (r"(?<!\w)@(?=\w)", "at "), (r"(?<=\s)@(?=\s)", "at"), (r"(?<=\d)\s?\*\s?(?=\d)", " times "),
+    (r"(?<=\s)\|(?=\s)", ","),
 )
 
 RULES: tuple[Rule, ...] = (
-    Rule(name="email", group="emails", pattern=r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
+    Rule(name="email", group="emails",
+         pattern=r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}",
          speak=r.email),
     Rule(name="url", group="urls",
          pattern=r"\b(?:[a-zA-Z][a-zA-Z0-9+.-]*://|www\.)[^\s<>\"'`]*[^\s<>\"'`.,;:!?)\]]", speak=r.url),
     Rule(name="domain", group="urls",
          pattern=rf"(?<![\w@.-])[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.(?:{_TLDS})\b(?![.\w-]\w)(?:/[^\s]*[^\s.,;:!?)\]])?",
          speak=r.url),
-    Rule(name="file_name", group="urls", pattern=rf"(?<![\w./-])([\w-]+)\.({_EXTENSIONS})\b(?![\w]|\.\w)", speak=r.file_name),
+    Rule(name="file_name", group="urls", pattern=rf"(?<![\w./-])([\w-]+)\.({_EXTENSIONS})\b(?![\w]|\.\w)",
+         speak=r.file_name),
     Rule(name="money", group="money",
          pattern=rf"(?<![\w$£€¥₹])(?:(?P<sym>[$£€¥₹])\s?|(?P<code>{_CURRENCY_CODES})\s)(?P<num>{_NUM})(?:\.(?P<cents>\d{{1,2}}))?"
                  r"(?:\s?(?P<mag>thousand|million|billion|trillion|bn|k|K|M|B)\b)?(?![\d.]\d)",
@@ -90,8 +93,9 @@ RULES: tuple[Rule, ...] = (
          speak=r.month_day),
     Rule(name="day_month", group="dates", pattern=rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+{_MONTH}(?:,?\s+(\d{{4}})\b)?",
          speak=r.day_month),
-    Rule(name="year_range", group="dates", pattern=r"(?<![\w.-])((?:1[5-9]|20)\d{2})[-–]((?:1[5-9]|20)\d{2})(?![\w-]|\.\d)",
-         speak=lambda m: f"{r.year(int(m.group(1)))} to {r.year(int(m.group(2)))}"),
+    Rule(name="year_range", group="dates",
+         pattern=r"(?<![\w.-])((?:1[5-9]|20)\d{2})[-–]((?:1[5-9]|20)\d{2})(?![\w-]|\.\d)",
+         speak=lambda m: f"{year(int(m.group(1)))} to {year(int(m.group(2)))}"),
     Rule(name="time", group="times",
          pattern=r"(?<![\w:.])(\d{1,2}):(\d{2})(?::(\d{2}))?(?:\s?([AaPp])\.?[Mm]\b)?(?![\w:])", speak=r.time_of_day),
     Rule(name="hour_am_pm", group="times", pattern=r"(?<![\w:.])(\d{1,2})\s?([AaPp])\.?[Mm]\b", speak=r.hour_suffix),
