@@ -22,11 +22,11 @@ FLOOR_DB = 80.0
 
 @functools.lru_cache(maxsize=4)
 def mel_filterbank(sr: int = SR, n_fft: int = N_FFT, n_mels: int = N_MELS) -> np.ndarray:
-    def hz_to_mel(f):
-        return 2595.0 * np.log10(1.0 + np.asarray(f) / 700.0)
+    def hz_to_mel(f: float) -> float:
+        return float(2595.0 * np.log10(1.0 + f / 700.0))
 
-    def mel_to_hz(m):
-        return 700.0 * (10.0 ** (np.asarray(m) / 2595.0) - 1.0)
+    def mel_to_hz(m: np.ndarray) -> np.ndarray:
+        return 700.0 * (10.0 ** (m / 2595.0) - 1.0)
 
     edges = mel_to_hz(np.linspace(hz_to_mel(0.0), hz_to_mel(sr / 2), n_mels + 2))
     bins = np.fft.rfftfreq(n_fft, 1.0 / sr)
@@ -44,7 +44,8 @@ def log_mel(audio: np.ndarray, *, sr: int = SR) -> np.ndarray:
     count = 1 + (x.size - N_FFT) // HOP
     index = np.arange(N_FFT)[None, :] + HOP * np.arange(count)[:, None]
     power = np.abs(np.fft.rfft(x[index] * np.hanning(N_FFT), axis=1)) ** 2
-    return 10.0 * np.log10(np.maximum(power @ mel_filterbank(sr).T, 1e-12))
+    mel: np.ndarray = 10.0 * np.log10(np.maximum(power @ mel_filterbank(sr).T, 1e-12))
+    return mel
 
 
 def log_mel_distance(a: np.ndarray, b: np.ndarray, *, sr: int = SR) -> float:

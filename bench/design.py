@@ -221,7 +221,8 @@ def throughput(python: Path, model_dir: Path, sentences: int, env: dict[str, str
     lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
     if proc.returncode != 0 or not lines:
         raise measure.BenchError(f"bench.throughput failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    return json.loads(lines[-1])
+    found: dict[str, Any] = json.loads(lines[-1])
+    return found
 
 
 def targets(design: dict[str, Any]) -> list[dict[str, Any]]:

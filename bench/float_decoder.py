@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import onnx
 
 
 def float_activation_decoder(source: Path, *, out_dir: Path | None = None) -> tuple[Path, int]:
@@ -34,18 +37,19 @@ def float_activation_decoder(source: Path, *, out_dir: Path | None = None) -> tu
     return target, rewritten
 
 
-def _dequantize(graph, *, prefix: str) -> int:
+def _dequantize(graph: onnx.GraphProto, *, prefix: str) -> int:
     from onnx import helper, numpy_helper
 
     initializers = {i.name: i for i in graph.initializer}
     producer = {out: node for node in graph.node for out in node.output}
-    consumers: dict[str, list] = {}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in graph.node:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
 
     def constant(name: str) -> np.ndarray:
-        return numpy_helper.to_array(initializers[name]).astype(np.float32)
+        array: np.ndarray = numpy_helper.to_array(initializers[name]).astype(np.float32)
+        return array
 
     dropped: set[int] = set()
     added: list[Any] = []
@@ -90,7 +94,7 @@ def _dequantize(graph, *, prefix: str) -> int:
     return len(added)
 
 
-def _sort_topologically(graph) -> None:
+def _sort_topologically(graph: onnx.GraphProto) -> None:
     """Nodes in an order where each input exists before use (the rewrite appended its nodes)."""
     available = {i.name for i in graph.input} | {i.name for i in graph.initializer} | {""}
     pending, ordered = list(graph.node), []

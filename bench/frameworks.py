@@ -136,9 +136,10 @@ async def pipecat_answer(make_service: Callable[[], Any], token_s: float) -> dic
                             params=PipelineParams(audio_out_sample_rate=24000))
     started = asyncio.Event()
 
-    @worker.event_handler("on_pipeline_started")
     async def _started(worker: Any, frame: Any) -> None:
         started.set()
+
+    worker.add_event_handler("on_pipeline_started", _started)  # what @worker.event_handler does, typed
 
     async def push(token: str) -> None:
         await worker.queue_frame(LLMTextFrame(token))
@@ -152,7 +153,7 @@ async def pipecat_answer(make_service: Callable[[], Any], token_s: float) -> dic
             await worker.queue_frame(LLMFullResponseEndFrame())
             await asyncio.wait_for(done.wait(), 120)
         finally:
-            await worker.stop_when_done()
+            await worker.stop_when_done()  # type: ignore[no-untyped-call]  # pipecat leaves it unannotated
 
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)

@@ -28,8 +28,15 @@ import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from .scenario import ANSWER_PARAGRAPHS
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from kokoro_server.engines import Engine
+    from kokoro_server.model_dir import ModelDir
 
 VOICE_PREFERENCE = ("af_heart", "jf_alpha")
 
@@ -42,7 +49,7 @@ def paragraph(sentences: int) -> str:
     return " ".join(pieces[:sentences])
 
 
-async def ours(engine, voices, voice: str, text: str, *, windowed: bool, pace: float,
+async def ours(engine: Engine, voices: dict[str, np.ndarray], voice: str, text: str, *, windowed: bool, pace: float,
                per_chunk: bool = False) -> tuple[float, float]:
     from kokoro_server.scheduler import Scheduler
     from voicestream.chunker import iter_sentences
@@ -65,7 +72,7 @@ async def ours(engine, voices, voice: str, text: str, *, windowed: bool, pace: f
         synth.close()
 
 
-def loop(engine, voices, voice: str, text: str) -> tuple[float, float]:
+def loop(engine: Engine, voices: dict[str, np.ndarray], voice: str, text: str) -> tuple[float, float]:
     from kokoro_server.g2p import Phonemizer
     from kokoro_server.model_dir import style_for
     from voicestream.chunker import iter_sentences
@@ -80,7 +87,7 @@ def loop(engine, voices, voice: str, text: str) -> tuple[float, float]:
     return time.perf_counter() - began, audio
 
 
-def kpipeline(model, voice: str, text: str) -> tuple[float, float]:
+def kpipeline(model: ModelDir, voice: str, text: str) -> tuple[float, float]:
     import torch
     from kokoro import KPipeline
 
@@ -116,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     from kokoro_server.pace import warm_up_pace
 
     pace = warm_up_pace(engine, Phonemizer(), voice=voice, pack=model.voices[voice])  # once, as the server
-    result: dict = {"engine": engine.name, "sentences": args.sentences, "chars": len(text), "pace": round(pace, 4)}
+    result: dict[str, Any] = {"engine": engine.name, "sentences": args.sentences, "chars": len(text),
+                              "pace": round(pace, 4)}
     sides = (
         ("loop", lambda: loop(engine, model.voices, voice, text)),
         ("ours_windowed", lambda: asyncio.run(ours(engine, model.voices, voice, text, windowed=True, pace=pace))),

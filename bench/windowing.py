@@ -26,11 +26,16 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .audio_metrics import jumps, largest_jump_near, log_mel_distance, pesq_wideband, snr_db
+
+if TYPE_CHECKING:
+    from kokoro_server.engines import Engine, WindowPlan
+    from kokoro_server.g2p import Phonemizer
+    from kokoro_server.model_dir import ModelDir
 
 REPO = Path(__file__).resolve().parent.parent
 SENTENCES = {
@@ -68,7 +73,8 @@ def word_error_rate(text: str, audio: np.ndarray) -> float | None:
     return round(row[-1] / len(words), 3)
 
 
-def measure_plan(engine, phonemes: str, style, reference: np.ndarray, plan, text: str) -> dict:
+def measure_plan(engine: Engine, phonemes: str, style: np.ndarray, reference: np.ndarray, plan: WindowPlan,
+                 text: str) -> dict[str, Any]:
     started = time.perf_counter()
     decoding = engine.begin(phonemes, style, 1.0, plan=plan)
     parts, ready = [], []
@@ -96,7 +102,7 @@ def measure_plan(engine, phonemes: str, style, reference: np.ndarray, plan, text
     }
 
 
-def attribution(model, phonemizer, int8, labels) -> dict:
+def attribution(model: ModelDir, phonemizer: Phonemizer, int8: Engine, labels: list[str]) -> dict[str, Any]:
     """The comparisons again with the decoder's activations in float (bench/float_decoder.py);
     ``int8``: the engine serving the export as published."""
     from kokoro_server.engines import WindowPlan
@@ -112,7 +118,7 @@ def attribution(model, phonemizer, int8, labels) -> dict:
         path.unlink()
         path.parent.rmdir()
     pack = model.voices[VOICE]
-    found: dict = {"ops_rewritten": rewritten}
+    found: dict[str, Any] = {"ops_rewritten": rewritten}
     for label in labels:
         phonemes = phonemizer.phonemize(SENTENCES[label], voice=VOICE)[0]
         style = style_for(pack, phonemes)
@@ -152,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     engine = load_engine(model)
     phonemizer = Phonemizer()
     pack = model.voices[VOICE]
-    result: dict = {"load_average_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
+    result: dict[str, Any] = {"load_average_before": [round(x, 2) for x in os.getloadavg()], "cpus": os.cpu_count(),
                     "engine": engine.name, "voice": VOICE, "sentences": {}}
     plans = QUICK_PLANS if args.quick else PLANS
     from kokoro_server.pace import WARM_UP_TEXT, decoder_pace
