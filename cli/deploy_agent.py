@@ -83,7 +83,9 @@ def region_checks(*, target: AwsTarget, model: str) -> list[ToolCheck]:
     return checks
 
 
-def wait_for_runtime(*, target: AwsTarget, outputs: dict[str, str], timeout_s: float, interval_s: float = 10) -> dict[str, Any]:
+def wait_for_runtime(
+    *, target: AwsTarget, outputs: dict[str, str], timeout_s: float, interval_s: float = 10
+) -> dict[str, Any]:
     """Poll the runtime until READY; when the AgentCore API is not reachable, say so and stop."""
     result = poll_until(
         fetch=lambda: runtime_report(target=target, outputs=outputs),
@@ -100,7 +102,8 @@ def wait_for_runtime(*, target: AwsTarget, outputs: dict[str, str], timeout_s: f
         )
     elif report["status"] in RUNTIME_FAILED:
         raise CliError(
-            f"Agent runtime is {report['status']}: {report.get('failure_reason') or report.get('detail') or 'no reason given'}."
+            f"Agent runtime is {report['status']}: "
+            f"{report.get('failure_reason') or report.get('detail') or 'no reason given'}."
         )
     elif not result.finished:
         raise CliError(
@@ -141,7 +144,8 @@ def deploy(
             wait_for_runtime(target=target, outputs=outputs, timeout_s=wait_timeout)
         flags = target_flags(region, profile)
         out = out_console()
-        out.print(f"[green]Agent runtime {outputs.get('RuntimeName') or outputs['RuntimeId']} deployed[/] (total {steps.elapsed()}).")
+        out.print(f"[green]Agent runtime {outputs.get('RuntimeName') or outputs['RuntimeId']} deployed[/] "
+                  f"(total {steps.elapsed()}).")
         out.print(f"  RuntimeArn: {outputs['RuntimeArn']}")
         out.print(f"Next: deploy-agent status{flags}")
         out.print(f"      deploy-agent chat --help{flags}")

@@ -257,7 +257,8 @@ def diff(
 def status(
     endpoint_name: Annotated[
         str | None,
-        typer.Option("--endpoint-name", help="Endpoint to describe (default: the Endpoint stack's output, else kokoro-tts)."),
+        typer.Option("--endpoint-name",
+                     help="Endpoint to describe (default: the Endpoint stack's output, else kokoro-tts)."),
     ] = None,
     as_json: JsonOutput = False,
     region: Region = None,

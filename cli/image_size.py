@@ -76,7 +76,8 @@ def estimate(items: Sequence[dict[str, Any]], *, base_mb: float | None) -> dict[
         "torch": f"{torch['name']} {torch['version']} from {torch['from']}" if torch else None,
         "estimate_mb": round(wheels / 1e6 + (base_mb or 0), 1),
         "note": ("compressed download of the pinned wheels (pip --dry-run under Python 3.11, "
-                 "linux x86_64, from PyPI and the cu128 index)" + ("" if base_mb else "; base image not included (pass --base-mb)")
+                 "linux x86_64, from PyPI and the cu128 index)"
+                 + ("" if base_mb else "; base image not included (pass --base-mb)")
                  + ("" if torch and "+cu128" in str(torch["version"]) else
                     "; the cu128 index was not reachable, so torch is PyPI's Linux build of the pinned "
                     "version with the nvidia-* wheels it depends on, a stand-in for the cu128 build")),

@@ -167,7 +167,8 @@ def render_report(report: dict[str, Any], *, as_json: bool) -> None:
         if ep["status"] != NOT_FOUND:
             details.add_row("  instance type", str(ep.get("instance_type")))
             details.add_row(
-                "  instances", f"{ep.get('current_instance_count')} current / {ep.get('desired_instance_count')} desired"
+                "  instances",
+                f"{ep.get('current_instance_count')} current / {ep.get('desired_instance_count')} desired",
             )
             if ep.get("failure_reason"):
                 details.add_row("  failure", f"[red]{escape(str(ep['failure_reason']))}[/]")
@@ -183,7 +184,8 @@ def render_report(report: dict[str, Any], *, as_json: bool) -> None:
             details.add_row("  location", f"s3://{mc['bucket']}/{mc['prefix']}")
         if mc["status"] == "SYNCED":
             details.add_row("  model", f"{mc['model']} @ {mc['revision']}")
-            details.add_row("  files", f"{mc['file_count']} files, {format_bytes(mc['total_bytes'])} ({mc['total_bytes']} bytes)")
+            details.add_row("  files",
+                            f"{mc['file_count']} files, {format_bytes(mc['total_bytes'])} ({mc['total_bytes']} bytes)")
             details.add_row("  synced at", str(mc.get("synced_at")))
         elif mc.get("detail"):
             details.add_row("  detail", escape(str(mc["detail"])))

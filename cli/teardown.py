@@ -222,7 +222,9 @@ def delete_images(*, ecr: Any, refs: set[ImageRef]) -> list[str]:
         gone = sum(1 for f in resp.get("failures", []) if f.get("failureCode") == "ImageNotFound")
         other = [f for f in resp.get("failures", []) if f.get("failureCode") != "ImageNotFound"]
         if other:
-            raise CliError(f"Could not delete image {other[0].get('imageId')} in {repo}: {other[0].get('failureReason')}")
+            raise CliError(
+                f"Could not delete image {other[0].get('imageId')} in {repo}: {other[0].get('failureReason')}"
+            )
         messages.append(f"{repo}: {len(tags) - gone} image(s) deleted, {gone} already gone")
     return messages
 

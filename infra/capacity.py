@@ -69,7 +69,8 @@ def measured_capacity(instance_type: str, results: tuple[Path, ...] = RESULTS) -
             continue
         report = json.loads(path.read_text())
         block = report.get("capacity")
-        if isinstance(block, dict) and block.get("instance_type") == instance_type and int(block.get("sessions", 0)) > 0:
+        if (isinstance(block, dict) and block.get("instance_type") == instance_type
+                and int(block.get("sessions", 0)) > 0):
             shown = path.relative_to(REPO) if path.is_relative_to(REPO) else path
             return Capacity(sessions=int(block["sessions"]), source=f"{shown} ({report.get('timestamp', 'undated')})")
     return None

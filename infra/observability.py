@@ -139,17 +139,20 @@ class EndpointObservability(Construct):
         gpu = cloudwatch.Metric(namespace="/aws/sagemaker/Endpoints", metric_name="GPUUtilization",
                                 dimensions_map=dims, statistic="Average", period=minute)
         sagemaker: dict[str, Any] = {"namespace": "AWS/SageMaker", "dimensions_map": dims, "period": minute}
+        latencies = [cloudwatch.Metric(metric_name="FirstChunkLatency", statistic="p95", **sagemaker),
+                     cloudwatch.Metric(metric_name="ModelLatency", statistic="p90", **sagemaker)]
         dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=f"{endpoint_name}-voice")
         dashboard.add_widgets(
-            cloudwatch.GraphWidget(title="Load against the scaling target (the policy's own metric)", left=[scaling_metric],
-                                   left_annotations=[target], width=12),
+            cloudwatch.GraphWidget(title="Load against the scaling target (the policy's own metric)",
+                                   left=[scaling_metric], left_annotations=[target], width=12),
             cloudwatch.GraphWidget(title="Time to first audio (container, ms)",
                                    left=[self.metric(vm.FIRST_AUDIO, "p50", minute), self.first_audio_p95],
                                    left_annotations=[budget], width=12),
         )
         dashboard.add_widgets(
             cloudwatch.GraphWidget(title="Stalls (ms of silence a real-time listener waited)",
-                                   left=[self.metric(vm.STALL, "Sum", minute), self.metric(vm.STALL, "Maximum", minute)],
+                                   left=[self.metric(vm.STALL, "Sum", minute),
+                                         self.metric(vm.STALL, "Maximum", minute)],
                                    width=8),
             cloudwatch.GraphWidget(title="Errors and restarts", left=[
                 cloudwatch.Metric(metric_name="Invocation5XXErrors", statistic="Sum", **sagemaker),
@@ -161,8 +164,7 @@ class EndpointObservability(Construct):
             cloudwatch.GraphWidget(title="Sessions and model queue (per instance, each minute)", left=[
                 self.metric(vm.OPEN_SESSIONS, "Average", minute), self.metric(vm.QUEUE_DEPTH, "Maximum", minute),
                 self.metric(vm.RUNNING, "Average", minute)], width=12),
-            cloudwatch.GraphWidget(title="SageMaker's own latencies (HTTP routes; units as SageMaker reports them)", left=[
-                cloudwatch.Metric(metric_name="FirstChunkLatency", statistic="p95", **sagemaker),
-                cloudwatch.Metric(metric_name="ModelLatency", statistic="p90", **sagemaker)], width=12),
+            cloudwatch.GraphWidget(title="SageMaker's own latencies (HTTP routes; units as SageMaker reports them)",
+                                   left=latencies, width=12),
         )
         return dashboard

@@ -13,14 +13,13 @@ from aws_cdk import aws_iam as iam
 from constructs import IConstruct
 
 # Both images build from the repository root: their Dockerfiles COPY the shared voicestream/.
-from infra.defaults import (  # noqa: F401  (re-exported for the stacks)
-    REPO_ROOT,
-    STACK_AGENT,
-    STACK_ENDPOINT,
-    STACK_FOUNDATION,
-    STACK_MODEL_CACHE,
-    VARIANT_NAME,
-)
+# Re-exported for the stacks (``X as X`` marks the re-export for mypy).
+from infra.defaults import REPO_ROOT as REPO_ROOT
+from infra.defaults import STACK_AGENT as STACK_AGENT
+from infra.defaults import STACK_ENDPOINT as STACK_ENDPOINT
+from infra.defaults import STACK_FOUNDATION as STACK_FOUNDATION
+from infra.defaults import STACK_MODEL_CACHE as STACK_MODEL_CACHE
+from infra.defaults import VARIANT_NAME as VARIANT_NAME
 
 SAGEMAKER_INVOKE_ACTIONS: Final = (
     "sagemaker:InvokeEndpoint",

@@ -60,7 +60,8 @@ class SageMakerRuntimeApp:
             return
         match = _ROUTE.match(scope["path"])
         if scope["method"] != "POST" or match is None:
-            await _reply_error(send, 404, "UnknownOperationException", f"no operation at {scope['method']} {scope['path']}")
+            await _reply_error(send, 404, "UnknownOperationException",
+                               f"no operation at {scope['method']} {scope['path']}")
             return
         name, operation = match.groups()
         headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]

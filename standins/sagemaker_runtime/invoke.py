@@ -90,8 +90,9 @@ class InvokeRelay:
                     if chunk:
                         await send({"type": "http.response.body", "body": payload_part(chunk), "more_body": True})
             except httpx.HTTPError as exc:
-                await send({"type": "http.response.body", "more_body": True, "body": model_stream_error(
-                    f"the container's response stream broke: {type(exc).__name__}: {exc}", error_code="ModelStreamError")})
+                broke = f"the container's response stream broke: {type(exc).__name__}: {exc}"
+                await send({"type": "http.response.body", "more_body": True,
+                            "body": model_stream_error(broke, error_code="ModelStreamError")})
             await send({"type": "http.response.body", "body": b""})
         finally:
             await response.aclose()

@@ -96,7 +96,8 @@ class RequestVerifier:
         fields = Fields([Field(name=n, values=[request.header(n) or ""]) for n in names])
         host = request.header("host") or ""
         aws_request = AWSRequest(
-            destination=URI(scheme="https", host=host.rsplit(":", 1)[0], path=request.path, query=request.query or None),
+            destination=URI(scheme="https", host=host.rsplit(":", 1)[0], path=request.path,
+                            query=request.query or None),
             method=request.method, body=AsyncBytesReader(request.body or b""), fields=fields,
         )
         signed = await _SignedHeadersSigner().sign(  # honours a signed X-Amz-Content-SHA256, as AWS does
