@@ -22,14 +22,17 @@ from __future__ import annotations
 
 import functools
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-SR = 24_000
+# The listener (pocketsphinx and its word error rate), re-exported for the speech tests.
+from bench.hearing import recognise, wer, words  # noqa: F401
+from voicestream.protocol.audio import NATIVE_SAMPLE_RATE
+
+SR = NATIVE_SAMPLE_RATE
 FRAME = int(0.040 * SR)  # 40 ms
 HOP = int(0.020 * SR)
 F0_MIN, F0_MAX = 60.0, 500.0
@@ -270,36 +273,6 @@ def centroid_spread(x: np.ndarray, sr: int = SR) -> float:
     spectra = np.abs(np.fft.rfft(fr * np.hanning(FRAME), axis=1))[loud]
     centroids = (spectra * np.fft.rfftfreq(FRAME, 1 / sr)).sum(axis=1) / (spectra.sum(axis=1) + 1e-12)
     return float(np.percentile(centroids, 90) / max(np.percentile(centroids, 10), 1e-6))
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z']+", text.lower())
-
-
-def recognise(x: np.ndarray) -> list[str]:
-    """The words pocketsphinx hears in ``x`` (24 kHz float), resampled to its 16 kHz model."""
-    from pocketsphinx import Decoder
-
-    n = int(len(x) * 16_000 / SR)
-    resampled = np.interp(np.arange(n) * (SR / 16_000), np.arange(len(x)), x)
-    decoder = Decoder(samprate=16_000, loglevel="FATAL")
-    decoder.start_utt()
-    decoder.process_raw((np.clip(resampled, -1, 1) * 32767).astype("<i2").tobytes(), full_utt=True)
-    decoder.end_utt()
-    hypothesis = decoder.hyp()
-    return words(hypothesis.hypstr) if hypothesis is not None else []
-
-
-def wer(heard: list[str], sentence: str) -> float:
-    """Word error rate of ``heard`` against ``sentence``: (substitutions + deletions + insertions)
-    / words in the sentence, by word-level Levenshtein distance."""
-    wanted = words(sentence)
-    row = list(range(len(heard) + 1))
-    for i, word in enumerate(wanted, start=1):
-        previous, row[0] = row[0], i
-        for j, got in enumerate(heard, start=1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (word != got))
-    return row[-1] / len(wanted)
 
 
 def words_found(heard: list[str], sentence: str) -> float:
