@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import statistics
 import sys
 import tempfile
@@ -22,38 +21,10 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from .hearing import recognise, wer
+
 REPO = Path(__file__).resolve().parent.parent
 VOICE = "af_heart"
-SR = 24_000
-
-
-def words(text: str) -> list[str]:
-    return re.findall(r"[a-z']+", text.lower())
-
-
-def wer(heard: list[str], reference: str) -> float:
-    """(substitutions + deletions + insertions) / reference words (word-level Levenshtein)."""
-    wanted = words(reference)
-    row = list(range(len(heard) + 1))
-    for i, word in enumerate(wanted, start=1):
-        previous, row[0] = row[0], i
-        for j, got in enumerate(heard, start=1):
-            previous, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, previous + (word != got))
-    return row[-1] / max(1, len(wanted))
-
-
-def recognise(audio: np.ndarray) -> list[str]:
-    """What pocketsphinx (its US English model) hears in 24 kHz float ``audio``."""
-    from pocketsphinx import Decoder
-
-    n = int(len(audio) * 16_000 / SR)
-    resampled = np.interp(np.arange(n) * (SR / 16_000), np.arange(len(audio)), audio)
-    decoder = Decoder(samprate=16_000, loglevel="FATAL")
-    decoder.start_utt()
-    decoder.process_raw((np.clip(resampled, -1, 1) * 32767).astype("<i2").tobytes(), full_utt=True)
-    decoder.end_utt()
-    hypothesis = decoder.hyp()
-    return words(hypothesis.hypstr) if hypothesis is not None else []
 
 
 def speak(client: httpx.Client, base_url: str, text: str, *, normalize: bool) -> np.ndarray:

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .audio_metrics import jumps, largest_jump_near, log_mel_distance, pesq_wideband, snr_db
+from .hearing import recognise, wer
 
 if TYPE_CHECKING:
     from kokoro_server.engines import Engine, WindowPlan
@@ -53,24 +54,12 @@ VOICE = "af_heart"  # English (kokoro 0.9.4 sdist, in the packaged directory sin
 
 
 def word_error_rate(text: str, audio: np.ndarray) -> float | None:
-    """pocketsphinx on ``audio`` (24 kHz, linearly resampled to 16 kHz) against ``text``."""
+    """pocketsphinx on ``audio`` against ``text`` (bench.hearing); None without pocketsphinx."""
     try:
-        from pocketsphinx import Decoder
+        import pocketsphinx  # noqa: F401
     except ImportError:
         return None
-    x = np.interp(np.arange(0, audio.size, 1.5), np.arange(audio.size), audio)
-    decoder = Decoder(samprate=16_000, loglevel="FATAL")
-    decoder.start_utt()
-    decoder.process_raw((np.clip(x, -1, 1) * 32767).astype("<i2").tobytes(), full_utt=True)
-    decoder.end_utt()
-    heard = decoder.hyp().hypstr.lower().split() if decoder.hyp() else []
-    words = [w.strip(".,;:!?") for w in text.lower().split()]
-    row = list(range(len(heard) + 1))
-    for i, word in enumerate(words, 1):  # edit distance, one row at a time
-        prev, row = row, [i] + [0] * len(heard)
-        for j, got in enumerate(heard, 1):
-            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (word != got))
-    return round(row[-1] / len(words), 3)
+    return round(wer(recognise(audio), text), 3)
 
 
 def measure_plan(engine: Engine, phonemes: str, style: np.ndarray, reference: np.ndarray, plan: WindowPlan,
