@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from importlib import resources
 from typing import Any
 
@@ -241,7 +241,9 @@ def create_app(*, config: AgentConfig, models: ModelFactory | None = None,
         conversation = service.sse_conversation(session_id)
         assert conversation is not None
         if conversation.busy:
-            yield AgentError(code="busy", message="a turn of this session is running; send {\"type\": \"interrupt\"} first").to_wire()
+            yield AgentError(
+                code="busy", message="a turn of this session is running; send {\"type\": \"interrupt\"} first"
+            ).to_wire()
             return
         async for item in conversation.start(request).events():
             yield sse_item(item)
@@ -300,22 +302,15 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
             message = await ws.receive()
             if message["type"] == "websocket.disconnect":
                 return
-            raw = message.get("text")
-            if raw is None:
-                raw = message.get("bytes") or b""
             try:
-                request = parse_request(decode_message(raw), max_prompt_chars=service.config.max_prompt_chars,
-                                        allow_interrupt=True)
+                request = parse_request(decode_message(_message_data(message)),
+                                        max_prompt_chars=service.config.max_prompt_chars, allow_interrupt=True)
             except ProtocolError as exc:
                 await send(AgentError.of(exc))
                 continue
             current = conversation.turn
             if isinstance(request, InterruptRequest):
-                if current is not None and request.heard_ms is not None and current.cut_short(request.heard_ms):
-                    await send(Interrupted(turn=current.number, after_end=True, heard_ms=request.heard_ms,
-                                           t_ms=current.t_ms()))
-                elif current is None or not await current.interrupt(heard_ms=request.heard_ms):
-                    await send(AgentError(code="not_running", message="no turn is running"))
+                await _interrupt(current, request, send)
                 continue
             if current is not None and not current.finished and not current.interrupted:
                 await send(AgentError(code="busy", message="a turn is running; send {\"type\": \"interrupt\"} first",
@@ -325,11 +320,35 @@ async def _serve_socket(ws: WebSocket, service: VoiceService) -> None:
     except Exception as exc:  # a send on a closed socket, a receive after disconnect
         log.info("websocket closed: %s", exc)
     finally:
-        if runner is not None and not runner.done():
-            runner.cancel()
-        if runner is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await runner
-        if ws.client_state == WebSocketState.CONNECTED:
-            with contextlib.suppress(Exception):
-                await ws.close()
+        await _wind_down(ws, runner)
+
+
+def _message_data(message: Message) -> str | bytes:
+    """A WebSocket message's text, else its bytes (empty when it carries neither)."""
+    raw: str | None = message.get("text")
+    if raw is not None:
+        return raw
+    data: bytes = message.get("bytes") or b""
+    return data
+
+
+async def _interrupt(current: Turn | None, request: InterruptRequest,
+                     send: Callable[[TurnItem], Awaitable[None]]) -> None:
+    """Stop the running turn, or cut short one whose audio the client is still playing."""
+    if current is not None and request.heard_ms is not None and current.cut_short(request.heard_ms):
+        await send(Interrupted(turn=current.number, after_end=True, heard_ms=request.heard_ms,
+                               t_ms=current.t_ms()))
+    elif current is None or not await current.interrupt(heard_ms=request.heard_ms):
+        await send(AgentError(code="not_running", message="no turn is running"))
+
+
+async def _wind_down(ws: WebSocket, runner: asyncio.Task[None] | None) -> None:
+    """The client left (or the socket broke): stop the running turn, wait for it, close the socket."""
+    if runner is not None and not runner.done():
+        runner.cancel()
+    if runner is not None:
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await runner
+    if ws.client_state == WebSocketState.CONNECTED:
+        with contextlib.suppress(Exception):
+            await ws.close()

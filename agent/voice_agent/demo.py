@@ -90,7 +90,8 @@ def main(argv: list[str] | None = None) -> int:
     if not Path(args.kokoro_python).exists():
         print(f"demo: {args.kokoro_python} not found; run `make install`", file=sys.stderr)
         return 2
-    for port, owner, flag in ((args.tts_port, "the TTS server", "TTS_PORT"), (args.agent_port, "the agent", "AGENT_PORT")):
+    servers = ((args.tts_port, "the TTS server", "TTS_PORT"), (args.agent_port, "the agent", "AGENT_PORT"))
+    for port, owner, flag in servers:
         if port_in_use(args.host, port):
             print(f"demo: port {port} on {args.host} (for {owner}) is already in use, perhaps by an earlier "
                   f"demo; stop that process or pick another port: make demo {flag}=<port>", file=sys.stderr)

@@ -336,7 +336,8 @@ class Turn:
                     self._queue.put_nowait(Audio(turn=self.number, seq=self._chunks, utterance_id=event.utterance_id,
                                                  data=event.data, t_ms=self.t_ms()))
                 elif isinstance(event, ErrorEvent):
-                    self._emit(AgentError(code="tts_error", message=f"{event.code}: {event.message}", field=event.field))
+                    self._emit(AgentError(code="tts_error", message=f"{event.code}: {event.message}",
+                                          field=event.field))
                 elif isinstance(event, (TurnEnd, Cancelled)):
                     return
         except Exception as exc:
