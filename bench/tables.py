@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from . import doc_tables as render
+from . import doc_tables_speech as speech
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path("bench/results")
 #: The docs whose generated regions this module owns (relative to the repository root).
 DOCS = ("README.md", "docs/benchmarks.md", "docs/protocol.md", "docs/models.md",
-        "docs/integrations.md")
+        "docs/integrations.md", "docs/normalization.md", "docs/throughput.md")
 REGION = re.compile(r"(<!-- generated:([a-z0-9-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.DOTALL)
 OPENING = re.compile(r"<!-- generated:([a-z0-9-]+) -->")
 
@@ -61,6 +62,9 @@ TABLES: tuple[Table, ...] = (
     Table(name="speeds", sources=("speeds.json",), render=render.speeds),
     Table(name="speech-content", sources=("speech_content.json",), render=render.speech_content),
     Table(name="frameworks", sources=("frameworks.json",), render=render.frameworks),
+    Table(name="normalization", sources=("normalization.json",), render=speech.normalization),
+    Table(name="engine-vs-loop-torch", sources=("engine_vs_loop-torch.json",), render=speech.engine_vs_loop),
+    Table(name="engine-vs-loop-onnx", sources=("engine_vs_loop-onnx.json",), render=speech.engine_vs_loop),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
