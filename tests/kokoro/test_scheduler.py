@@ -259,50 +259,6 @@ def test_the_server_has_no_policy_setting() -> None:
         Scheduler(policy="round_robin")  # type: ignore[call-arg]
 
 
-def test_idle_hooks_run_once_per_burst_before_the_trim_and_a_failing_one_is_contained() -> None:
-    async def scenario() -> list[str]:
-        scheduler = Scheduler(workers=1)
-        ran: list[str] = []
-        scheduler.on_idle(lambda: ran.append("hook"))
-        scheduler.on_idle(lambda: 1 / 0)  # logged; the worker goes on
-        await scheduler.start()
-        for burst in (1, 2):
-            await scheduler.submit("s", lambda: ran.append("job"))
-            for _ in range(200):  # bounded: the worker runs the hooks once the queue is dry
-                if scheduler.trims == burst and scheduler.settled:
-                    break
-                await asyncio.sleep(0.01)
-        await scheduler.stop()
-        return ran
-
-    assert asyncio.run(scenario()) == ["job", "hook", "job", "hook"]
-
-
-def test_an_idle_queue_hands_freed_memory_back_once_per_burst() -> None:
-    async def scenario() -> list[int]:
-        scheduler = Scheduler(workers=1)
-        await scheduler.start()
-        seen = [scheduler.trims]  # nothing ran yet: nothing to give back
-        await asyncio.gather(*(scheduler.submit("s", lambda: bytearray(1 << 20)) for _ in range(3)))
-        for _ in range(100):  # bounded: the worker trims once the queue is dry
-            if scheduler.trims:
-                break
-            await asyncio.sleep(0.01)
-        seen.append(scheduler.trims)
-        await asyncio.sleep(0.1)
-        seen.append(scheduler.trims)  # idle without new work: no second trim
-        await scheduler.submit("s", lambda: None)
-        for _ in range(100):
-            if scheduler.trims == 2:
-                break
-            await asyncio.sleep(0.01)
-        seen.append(scheduler.trims)
-        await scheduler.stop()
-        return seen
-
-    assert asyncio.run(scenario()) == [0, 1, 1, 2]
-
-
 @pytest.mark.parametrize("hook,expected", [
     ("then", ["p0", "p1", "a1"]),  # queued in the hook: the very next pick sees it and it is due first
     ("done_callback", ["p0", "a1", "p1"]),  # queued from the future's callback: the pick went to "ahead"
@@ -370,35 +326,3 @@ def test_with_two_workers_one_owners_jobs_still_run_one_at_a_time(policy) -> Non
     most, order = asyncio.run(scenario())
     assert most == {"a": 1, "b": 1}
     assert [n for n in order if n[0] == "a"] == ["a0", "a1", "a2", "a3"]
-
-
-def test_settled_waits_for_the_idle_trim(monkeypatch: pytest.MonkeyPatch) -> None:
-    """/ping's ``settled``: idle is not enough while the trim that hands freed memory back runs
-    (the soak reads the server's RSS only once it is settled)."""
-    import kokoro_server.scheduler as module
-
-    entered, gate = threading.Event(), threading.Event()
-
-    def held_trim() -> None:  # the trim, held until the test has looked
-        entered.set()
-        gate.wait(10)
-
-    monkeypatch.setattr(module, "release_free_memory", held_trim)
-
-    async def scenario() -> list[bool]:
-        scheduler = Scheduler(workers=1)
-        await scheduler.start()
-        seen = [scheduler.settled]  # nothing ran yet: nothing to hand back
-        await scheduler.submit("s", lambda: None)
-        await asyncio.to_thread(entered.wait, 10)
-        seen += [scheduler.idle, scheduler.settled]
-        gate.set()
-        for _ in range(100):  # bounded: the trim returns at once now
-            if scheduler.settled:
-                break
-            await asyncio.sleep(0.01)
-        seen.append(scheduler.settled)
-        await scheduler.stop()
-        return seen
-
-    assert asyncio.run(scenario()) == [True, True, False, True]

@@ -1,0 +1,89 @@
+"""The scheduler when its queue runs dry: idle hooks (the pace re-measure) run once per burst, the
+freed memory is handed back once per burst, and ``settled`` (what /ping reports, and what the soak
+waits for) holds only after that trim."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from waiting import wait_until_async
+
+from kokoro_server.scheduler import Scheduler
+
+pytestmark = pytest.mark.kokoro
+
+
+async def trims_reach(scheduler: Scheduler, count: int) -> int:
+    """Wait (bounded) until the worker has trimmed ``count`` times and settled; the count seen."""
+    async def probe() -> tuple[int, bool]:
+        return scheduler.trims, scheduler.settled
+
+    trims, _ = await wait_until_async(probe, until=lambda seen: seen == (count, True), timeout=5, interval=0.01)
+    return trims
+
+
+def test_idle_hooks_run_once_per_burst_before_the_trim_and_a_failing_one_is_contained() -> None:
+    async def scenario() -> list[str]:
+        scheduler = Scheduler(workers=1)
+        ran: list[str] = []
+        scheduler.on_idle(lambda: ran.append("hook"))
+        scheduler.on_idle(lambda: 1 / 0)  # logged; the worker goes on
+        await scheduler.start()
+        for burst in (1, 2):
+            await scheduler.submit("s", lambda: ran.append("job"))
+            await trims_reach(scheduler, burst)
+        await scheduler.stop()
+        return ran
+
+    assert asyncio.run(scenario()) == ["job", "hook", "job", "hook"]
+
+
+def test_an_idle_queue_hands_freed_memory_back_once_per_burst() -> None:
+    async def scenario() -> list[int]:
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        seen = [scheduler.trims]  # nothing ran yet: nothing to give back
+        await asyncio.gather(*(scheduler.submit("s", lambda: bytearray(1 << 20)) for _ in range(3)))
+        seen.append(await trims_reach(scheduler, 1))
+        # Idle without new work: watch a while for a second trim that must not come.
+        async def trims() -> int:
+            return scheduler.trims
+
+        seen.append(await wait_until_async(trims, until=lambda count: count != 1, timeout=0.1, interval=0.01))
+        await scheduler.submit("s", lambda: None)
+        seen.append(await trims_reach(scheduler, 2))
+        await scheduler.stop()
+        return seen
+
+    assert asyncio.run(scenario()) == [0, 1, 1, 2]
+
+
+def test_settled_waits_for_the_idle_trim(monkeypatch: pytest.MonkeyPatch) -> None:
+    """/ping's ``settled``: idle is not enough while the trim that hands freed memory back runs
+    (the soak reads the server's RSS only once it is settled)."""
+    import kokoro_server.scheduler as module
+
+    entered, gate = threading.Event(), threading.Event()
+
+    def held_trim() -> None:  # the trim, held until the test has looked
+        entered.set()
+        gate.wait(10)
+
+    monkeypatch.setattr(module, "release_free_memory", held_trim)
+
+    async def scenario() -> list[bool]:
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        seen = [scheduler.settled]  # nothing ran yet: nothing to hand back
+        await scheduler.submit("s", lambda: None)
+        await asyncio.to_thread(entered.wait, 10)
+        seen += [scheduler.idle, scheduler.settled]
+        gate.set()
+        await trims_reach(scheduler, 1)
+        seen.append(scheduler.settled)
+        await scheduler.stop()
+        return seen
+
+    assert asyncio.run(scenario()) == [True, True, False, True]
