@@ -7,7 +7,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from agent_harness import browser  # noqa: F401 (a pytest fixture: headless Chromium)
+from waiting import wait_until
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -63,16 +63,19 @@ def moto_url() -> Iterator[str]:
         stderr=subprocess.DEVNULL,
     )
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
+
+    def answers() -> bool:
+        if proc.poll() is not None:
+            raise RuntimeError(f"moto_server exited ({proc.returncode}) before answering on {url}")
+        try:
+            with urllib.request.urlopen(f"{url}/moto-api/", timeout=2):
+                return True
+        except (urllib.error.URLError, OSError):
+            return False
+
     try:
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/moto-api/", timeout=2):
-                    break
-            except (urllib.error.URLError, OSError):
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"moto_server did not start on {url}") from None
-                time.sleep(0.1)
+        if not wait_until(answers, timeout=60):
+            raise RuntimeError(f"moto_server did not start on {url}")
         yield url
     finally:
         proc.terminate()

@@ -25,6 +25,7 @@ import pytest
 from fuzz_profile import fuzz_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
+from waiting import wait_until
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as sync_connect
 
@@ -219,11 +220,9 @@ def fuzzer(server) -> Iterator[Fuzzer]:
     fuzz.ws.close()
     status = server.wait_idle()
     assert (status["sessions"], status["queued"], status["running"]) == (0, 0, 0), status
-    for _ in range(300):  # bounded (30 s): on a loaded machine finished tasks take a while to go
-        if server.ping()["tasks"] <= baseline:
-            break
-        time.sleep(0.1)
-    assert server.ping()["tasks"] <= baseline, (server.ping(), baseline)
+    # On a loaded machine finished tasks take a while to go.
+    status = wait_until(server.ping, until=lambda ping: ping["tasks"] <= baseline, timeout=30)
+    assert status["tasks"] <= baseline, (status, baseline)
     fds_after = server.fds_down_to(fds_before)  # closed sockets too (polled without a request)
     assert fds_after <= fds_before, (fds_after, fds_before)
 
@@ -280,12 +279,9 @@ def http(server) -> Iterator[httpx.Client]:
     tasks_before, fds_before = server.wait_idle()["tasks"], server.idle_fds()
     with httpx.Client(base_url=server.http, timeout=60) as client:
         yield client
-    status = server.ping()
-    for _ in range(300):  # (30 s) the model finishes what the last bodies asked for; connections wind down
-        if (status["queued"], status["running"]) == (0, 0) and status["tasks"] <= tasks_before:
-            break
-        time.sleep(0.1)
-        status = server.ping()
+    # The model finishes what the last bodies asked for; connections wind down.
+    status = wait_until(server.ping, timeout=30, until=lambda ping: (ping["queued"], ping["running"]) == (0, 0)
+                        and ping["tasks"] <= tasks_before)
     assert (status["queued"], status["running"]) == (0, 0), status
     assert status["tasks"] <= tasks_before, (status["tasks"], tasks_before)
     fds_after = server.fds_down_to(fds_before)

@@ -18,7 +18,6 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,14 +84,15 @@ class Supervised:
             return False
 
     def wait_ready(self) -> int:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            assert self.process.poll() is None, self.log.read_text()
+        def ready_child() -> int | None:
+            assert self.process.poll() is None, self.log.read_text()  # the supervisor died: say why now
             child = self.child()
-            if child is not None and self.ping_ok():
-                return child
-            time.sleep(0.3)
-        raise AssertionError(f"not ready in {START_TIMEOUT_S:.0f} s:\n{self.log.read_text()[-3000:]}")
+            return child if child is not None and self.ping_ok() else None
+
+        child = wait_until(ready_child, until=lambda found: found is not None, timeout=START_TIMEOUT_S,
+                           interval=0.3)
+        assert child is not None, f"not ready in {START_TIMEOUT_S:.0f} s:\n{self.log.read_text()[-3000:]}"
+        return child
 
 
 def uid_of(pid: int) -> int:
