@@ -11,7 +11,7 @@ agent keeps its own documented codes where its requests differ (``empty_prompt``
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 from voicestream.protocol.fields import ProtocolError, check_identifier, load_object, reject_unknown
 
@@ -98,7 +98,7 @@ def _mode(value: object) -> Mode:
         shown = value[:40] if isinstance(value, str) else _kind(value)
         raise ProtocolError("unknown_mode", f"mode: unknown mode {shown!r}; expected one of {', '.join(MODES)}",
                             field="mode")
-    return cast(Mode, value)
+    return value
 
 
 def _kind(value: object) -> str:

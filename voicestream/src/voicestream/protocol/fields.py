@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Final, Literal, cast
+from typing import Any, Final, Literal
 
 PROTOCOL_VERSION: Final = 1
 TRANSPORTS: Final = ("binary", "sse")
@@ -108,7 +108,7 @@ def check_ids(value: object, *, name: str) -> tuple[str, ...]:
 def check_transport(value: object, *, name: str = "transport") -> Transport:
     if value not in TRANSPORTS:
         raise invalid(name, f"must be one of {', '.join(TRANSPORTS)}, got {value!r}")
-    return cast(Transport, value)
+    return value
 
 
 def check_bool(value: object, *, name: str) -> bool:
