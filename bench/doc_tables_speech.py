@@ -3,11 +3,7 @@ against a plain Kokoro loop (``bench.tables`` registers them; ``bench.doc_tables
 
 from __future__ import annotations
 
-from typing import Any
-
-from .doc_tables import num
-
-Results = dict[str, Any]
+from .doc_tables import Results, num
 
 #: The engine-vs-loop ratios in the order docs/throughput.md explains them.
 RATIOS = {

@@ -20,7 +20,6 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import doc_tables as render
 from . import doc_tables_speech as speech
@@ -33,7 +32,6 @@ DOCS = ("README.md", "docs/benchmarks.md", "docs/protocol.md", "docs/models.md",
 REGION = re.compile(r"(<!-- generated:([a-z0-9-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.DOTALL)
 OPENING = re.compile(r"<!-- generated:([a-z0-9-]+) -->")
 
-Results = dict[str, Any]
 
 
 @dataclass(frozen=True, kw_only=True)
