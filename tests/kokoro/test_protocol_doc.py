@@ -31,6 +31,7 @@ import httpx
 import pytest
 import websockets
 from kokoro_harness import Server, free_port
+from waiting import wait_until
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "protocol.md"
 EXAMPLE = re.compile(
@@ -166,8 +167,6 @@ def test_the_documented_post_body_limit_is_the_one_enforced(server: Server) -> N
 
 def test_the_port_opens_only_when_ping_says_ok(tiny_model: Path, tmp_path: Path) -> None:
     """What docs/protocol.md says of /ping while loading: no 503 `loading`, a closed port."""
-
-
     port = free_port()
     seen: list[int] = []
     done = threading.Event()
@@ -189,6 +188,8 @@ def test_the_port_opens_only_when_ping_says_ok(tiny_model: Path, tmp_path: Path)
                     python=sys.executable)
     try:
         server.start(timeout_s=180)
+        # start() returns on its own first 200; let the watcher get one of its own too.
+        wait_until(lambda: list(seen), timeout=30)
     finally:
         done.set()
         watcher.join(timeout=5)
