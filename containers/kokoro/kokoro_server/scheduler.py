@@ -186,11 +186,13 @@ class Scheduler:
             return None
         return self._deadline(state, state.jobs[0])
 
-    def shared(self, owner: Hashable) -> bool:
-        """Whether another owner has a job queued or on the model: a long job of ``owner`` would
-        hold it up (WindowPlan.continued_alone)."""
-        return any(other != owner and state.jobs for other, state in self._owners.items()) or any(
-            other != owner and count for other, count in self._in_flight.items())
+    def others_queued_s(self, owner: Hashable) -> float | None:
+        """The least audio queued for the listener of any other owner with a job queued or on the
+        model (0 for one with nothing playing yet: it waits for its first audio); None when no
+        other owner has work. How long a job of ``owner`` may hold the model (synth.window_cap)."""
+        busy = {o for o, s in self._owners.items() if s.jobs} | {o for o, n in self._in_flight.items() if n}
+        others = [self.queued_audio_s(o) for o in busy if o != owner and o not in self._gone]
+        return min(others) if others else None
 
     def queued_audio_s(self, owner: Hashable) -> float:
         """Seconds of ``owner``'s audio made and not yet heard, by the deadline policy's account

@@ -29,28 +29,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
-from typing import Hashable
+from typing import TYPE_CHECKING, Hashable
 
 import numpy as np
 
-from voicestream.protocol import NATIVE_SAMPLE_RATE
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 
 from .engines import Decoding, Engine, Synthesis, WindowPlan
 from .engines.windows import FRAME_S, HEADROOM
-from .g2p import G2PNotes, PhonemeChunk, Phonemizer, chunk_jobs
+from .g2p import G2PNotes, PhonemeChunk, Phonemizer
 from .model_dir import style_for
 from .pace import WARM_UP_TEXT, PaceMeter, warm_up_pace
 from .scheduler import Scheduler
 from .voices import VoiceBook
-from .words import PlacedWord, TextAligner, WordTiming, word_timings
+from .words import PlacedWord, WordTiming, word_timings
 
-# How many chunks (windows) of one speech may sit finished or queued ahead of its reader. A few
-# keep the model busy across window and sentence boundaries while bounding what a slow reader holds.
-LOOKAHEAD = 3
+if TYPE_CHECKING:
+    from .speech import Speech
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,8 +118,8 @@ class Synthesizer:
         style = style_for(self.voice_book.pack(voice), phonemes)
         follows = self.follows(frames_before)
         plan = self.plan
-        if plan is not None and follows and not self.scheduler.shared(owner):
-            plan = plan.alone()  # WindowPlan.continued_alone: no other listener waits behind this chunk
+        if plan is not None and follows:
+            plan = replace(plan, continued=self.window_cap(owner))
 
         def run() -> TimedSynthesis:
             started = time.perf_counter()
@@ -172,15 +170,46 @@ class Synthesizer:
         """Whether ``owner``'s listener has enough audio queued to hear while the rest of
         ``decoding`` is decoded in one window: HEADROOM of it covers the rest and its context at
         the plan's pace. While another owner waits, a joined window is at most ``continued`` frames,
-        as a chunk's first. Without a pace (KOKORO_DECODER_PACE=0) windows never join: the text
+        as a chunk's first (:meth:`window_cap`). Without a pace (KOKORO_DECODER_PACE=0) windows never join: the text
         alone decides them."""
         plan = self.plan
         if plan is None or not plan.pace or decoding.remaining <= 1:
             return False
         rest = decoding.rest_frames
-        if rest > plan.largest or (rest > plan.continued and self.scheduler.shared(owner)):
+        if rest > min(plan.largest, self.window_cap(owner)):
             return False
         return rest * FRAME_S * plan.pace <= HEADROOM * self.scheduler.queued_audio_s(owner)
+
+    def window_cap(self, owner: Hashable) -> int:
+        """Frames one window of ``owner``'s may hold after its speech's first (the plan's: ``plan``
+        is set): ``continued_alone`` while no other owner has work; else ``continued``, or more, up to
+        ``continued_alone``, while every other listener with work queued has audio to hear for the
+        longer window's decoding at the plan's pace (within HEADROOM of it). A newcomer waiting for
+        its first audio has none: it gets ``continued``, as every owner did before (bench/results
+        engine_vs_loop: four paragraphs at once ran 1.16x four loop runs with ``continued`` always)."""
+        plan = self.plan
+        assert plan is not None
+        others = self.scheduler.others_queued_s(owner)
+        if others is None:
+            return plan.continued_alone
+        if not plan.pace:
+            return plan.continued
+        return max(plan.continued, min(plan.continued_alone, self._frames_within(others)))
+
+    def joinable_frames(self, owner: Hashable) -> int:
+        """Frames one job of ``owner``'s sentences may hold when a speech joins those G2P has ready
+        (Speech._joined): what one window may (:meth:`window_cap`), and no more than the plan's
+        pace decodes in HEADROOM of the audio ``owner``'s listener has queued. 0 without a pace:
+        then the text alone decides the jobs."""
+        plan = self.plan
+        if plan is None or not plan.pace:
+            return 0
+        return min(self.window_cap(owner), self._frames_within(self.scheduler.queued_audio_s(owner)))
+
+    def _frames_within(self, seconds: float) -> int:
+        """Frames the plan's pace decodes in HEADROOM of ``seconds`` (the plan has a pace)."""
+        assert self.plan is not None and self.plan.pace
+        return int(HEADROOM * seconds / (self.plan.pace * FRAME_S))
 
     def speech(
         self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None,
@@ -188,6 +217,8 @@ class Synthesizer:
     ) -> "Speech":
         """Speak ``pieces`` (sentences already cut; an iterator is read as G2P reaches it).
         ``text``: what the pieces were cut from, for word offsets (None: the pieces, joined by spaces)."""
+        from .speech import Speech  # Speech reads the Synthesizer: imported here, not at the top
+
         return Speech(self, owner=owner, pieces=pieces, voice=voice, speed=speed, after=after, text=text,
                       normalize=normalize)
 
@@ -226,156 +257,3 @@ class Synthesizer:
 
 def _pick_default(voices: dict[str, np.ndarray]) -> str:
     return "af_heart" if "af_heart" in voices else sorted(voices)[0]
-
-
-class Speech:
-    """Pieces of text on their way to audio. Iterate it for chunks (windows) in order; ``cancel``
-    drops the rest.
-
-    A G2P task phonemizes the pieces ahead (one model job per sentence in a piece; G2P splits only
-    what exceeds the model's 510 phonemes). Model jobs are queued one at a time, in order: a chunk's
-    first window, its next windows (the decoder state is sequential), then the next chunk's. Each
-    job is queued from the completion hook (``then``) of the job before it, before the model picks
-    its next job, so a session whose listener is about to run dry competes for that pick; queued
-    from a task instead, its next window would always lose the pick to another session's job (up
-    to ~2 s of model time on a 2-core CPU). At most LOOKAHEAD windows are queued or finished ahead of the reader.
-    With ``after`` nothing is queued until the previous speech has queued all its jobs, so one
-    owner's jobs reach the model in the order they were spoken.
-    """
-
-    def __init__(
-        self, synth: Synthesizer, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float,
-        after: "Speech | None", text: str | None = None, normalize: Normalization = NORMALIZE_ALL,
-    ) -> None:
-        self._synth = synth
-        self._owner = owner
-        self._pieces = pieces
-        self._text = text
-        self._normalize = normalize  # which normalization rules G2P applies (protocol: normalize)
-        self._voice = voice
-        self._speed = speed
-        self._chunks: asyncio.Queue[tuple[str, tuple[PlacedWord, ...]] | None] = asyncio.Queue(LOOKAHEAD)
-        self._jobs: asyncio.Queue[asyncio.Future[TimedSynthesis] | None] = asyncio.Queue()  # for the reader
-        self._pending: list[asyncio.Future[TimedSynthesis]] = []  # queued, not read yet
-        self._decoding: Decoding | None = None  # the chunk being decoded, while it has windows left
-        self._busy = False  # one of our jobs is queued or on the model
-        self._frames_made = 0  # ahead of the next chunk (carried, then decoded): windows grow from it
-        self._started = False  # the first chunk is queued: _frames_made starts from what was carried
-        self._followers: list[Callable[[], None]] = []  # speeches waiting for all_queued
-        self.all_queued = asyncio.Event()
-        self._ready = after is None or after.all_queued.is_set()
-        if not self._ready and after is not None:
-            after._followers.append(self._after_queued)
-        self.error: BaseException | None = None
-        self.cancelled = False  # cancel() ran: iteration ends early, with what was read so far
-        self._g2p = asyncio.create_task(self._phonemize_all())
-
-    async def _phonemize_all(self) -> None:
-        notes = G2PNotes()  # what the G2P libraries warn about in all the pieces: one log line
-        try:
-            aligner = TextAligner(self._text)  # word offsets point into the text as the client sent it
-            for piece in self._pieces:
-                aligner.extend(piece)
-                for chunk in await self._synth.phonemize(piece, voice=self._voice, notes=notes,
-                                                           normalize=self._normalize):
-                    for job in chunk_jobs(chunk):
-                        await self._chunks.put((job.phonemes, aligner.place(job.words)))
-                        self._advance()
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # G2P failed: the reader raises it after what was queued
-            self.error = exc
-        finally:
-            notes.log()
-        await self._chunks.put(None)
-        self._advance()
-
-    def _after_queued(self) -> None:
-        self._ready = True
-        self._advance()
-
-    def _advance(self) -> None:
-        """Queue the next job, unless one is queued or running, the reader is LOOKAHEAD behind, or
-        G2P has not reached the next chunk (each of those calls this again when it changes)."""
-        if self._busy or not self._ready or self.all_queued.is_set() or len(self._pending) >= LOOKAHEAD:
-            return
-        if self._decoding is not None:
-            decoding, self._decoding = self._decoding, None
-            future = self._synth.submit_step(owner=self._owner, decoding=decoding, then=self._finished)
-        else:
-            try:
-                chunk = self._chunks.get_nowait()
-            except asyncio.QueueEmpty:
-                return
-            if chunk is None:
-                self._all_queued()
-                return
-            phonemes, words = chunk
-            if not self._started:  # the owner's earlier audio still playing counts as ours
-                self._started = True
-                self._frames_made = self._synth.carried_frames(self._owner)
-            future = self._synth.submit(
-                owner=self._owner, phonemes=phonemes, voice=self._voice, speed=self._speed, words=words,
-                frames_before=self._frames_made, then=self._finished,
-            )
-        self._busy = True
-        future.add_done_callback(self._settled)
-        self._pending.append(future)
-        self._jobs.put_nowait(future)
-
-    def _finished(self, result: TimedSynthesis) -> None:
-        """The scheduler's hook: a job of ours succeeded; queue the next before the model picks."""
-        self._busy = False
-        self._frames_made += result.frames  # set on a chunk's first window
-        self._decoding = result.decoding
-        self._advance()
-
-    def _settled(self, future: asyncio.Future[TimedSynthesis]) -> None:
-        if future.cancelled() or future.exception() is not None:  # the reader raises it; the chunk's
-            self._busy = False  # remaining windows go with its decoder state, the next chunk goes on
-            self._advance()
-
-    def _all_queued(self) -> None:
-        self.all_queued.set()
-        self._jobs.put_nowait(None)
-        self._release_followers()
-
-    def _release_followers(self) -> None:
-        followers, self._followers = self._followers, []
-        for follower in followers:
-            follower()
-
-    async def __aiter__(self) -> AsyncIterator[TimedSynthesis]:
-        """Windows in order; their word times count from the start of this speech's audio. After
-        ``cancel`` it ends at the next window (check ``cancelled``)."""
-        samples = 0
-        while True:
-            future = await self._jobs.get()
-            if future is None:
-                if self.error is not None:
-                    raise self.error
-                return
-            try:
-                chunk = await future
-                offset_ms = round(samples * 1000 / NATIVE_SAMPLE_RATE)
-                samples += len(chunk.synthesis.audio)
-                yield (replace(chunk, words=tuple(word.shifted(offset_ms) for word in chunk.words))
-                       if chunk.words else chunk)
-            finally:
-                if future in self._pending:
-                    self._pending.remove(future)
-                    self._advance()
-
-    def cancel(self) -> None:
-        """Drop what is left; a reader waiting for the next window ends (its queue gets the end
-        marker here: G2P may not have queued a job yet, and then nothing else would wake it)."""
-        self._g2p.cancel()
-        self._decoding = None
-        self.cancelled = True
-        if not self.all_queued.is_set():
-            self.all_queued.set()  # _advance queues nothing more
-            self._jobs.put_nowait(None)
-        self._release_followers()
-        for future in self._pending:
-            future.cancel()
-        self._pending.clear()

@@ -15,7 +15,8 @@ from voicestream.chunker import IncrementalSentenceChunker
 from voicestream.protocol import ProtocolError, SessionSettings
 
 from .config import Settings
-from .synth import Speech, Synthesizer
+from .speech import Speech
+from .synth import Synthesizer
 
 
 @dataclass(eq=False, kw_only=True)

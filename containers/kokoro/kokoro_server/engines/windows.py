@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class WindowPlan:
     start patterns, pace 0.22): stall alike (2 sessions none; 4 sessions 10.1 against 9.0 s per
     audio minute), median p95 first audio at 4 sessions 1.47 against 1.29 s."""
 
-    continued_alone: int = 240
+    continued_alone: int = 480
     """``continued`` for a chunk that no other session's job waits behind (Scheduler.shared): the
     cap keeps a long window from holding up other listeners, and alone it only costs, since a chunk
     cut at the cap decodes its context twice (a 193-frame sentence cut 160 and 33 decodes 40 frames
@@ -115,11 +115,6 @@ class WindowPlan:
             raise ValueError(
                 f"continued_alone: must be at least continued ({self.continued}), got {self.continued_alone}"
             )
-
-    def alone(self) -> WindowPlan:
-        """This plan for a chunk that follows earlier audio of its speech while no other session's
-        job waits: its first window may hold ``continued_alone`` frames."""
-        return replace(self, continued=self.continued_alone)
 
 
 @dataclass(frozen=True)
