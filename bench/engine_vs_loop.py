@@ -5,9 +5,12 @@
 Sides, over the agent answer's first eight sentences as one paragraph (bench/throughput.py):
 
 * ``ours``: the server's Speech (G2P in its own thread ahead of the model, deadline scheduler,
-  windowed decoding cut at the decoder pace measured once as at warm-up) from the first job to
-  the last audio; also four paragraphs at once, a second caller (a short sentence 0.3 s into a
-  paragraph) and the short sentence alone, windowed and one-shot (bench/variants.py's one_shot);
+  windowed decoding cut at the decoder pace measured once as at warm-up, sentences joined once
+  the listener is ahead) from the first job to the last audio; also four paragraphs at once, a
+  second caller (a short sentence 0.3 s into a paragraph) and the short sentence alone, windowed
+  and one-shot (bench/variants.py's one_shot); ``ours_sentence_jobs``: the paragraph alone and
+  four at once with one model job per sentence (bench/variants.py's sentence_jobs), what joining
+  sentences gains;
 * ``loop_sentence``: sentence after sentence, G2P then the model in one shot (kokoro's own
   ``KPipeline`` and ``KModel`` on a torch model directory; our Phonemizer and the engine's one-shot
   decoding on an onnx one); ``loop_chunk``: the paragraph phonemized whole first, then the model
@@ -38,6 +41,7 @@ from .throughput import VOICE_PREFERENCE, paragraph
 SHORT = "Start with where the router sits."  # 6 words (bench/design.py's)
 SECOND_CALLER_AFTER_S = 0.3
 CONCURRENT = 4
+SENTENCE_JOBS = ("sentence_jobs",)
 
 
 class Run:
@@ -85,7 +89,8 @@ class Sides:
 
         kmodel = build_kmodel(self.model.config)
         load_checkpoint_strictly(kmodel, self.model.weights)
-        pipeline = KPipeline(lang_code="a", repo_id="hexgrad/Kokoro-82M", model=kmodel.eval())
+        kmodel = kmodel.to(self.engine.device).eval()  # the loop runs where the engine does
+        pipeline = KPipeline(lang_code="a", repo_id="hexgrad/Kokoro-82M", model=kmodel)
         self.pack = torch.from_numpy(self.model.voices[self.voice]).float()
         list(pipeline("Warm up.", voice=self.pack))
         return pipeline
@@ -122,12 +127,15 @@ class Sides:
 
     # ---- ours -------------------------------------------------------------------------------------
 
-    def ours(self, texts: list[str], *, starts: list[float] | None = None, one_shot: bool = False) -> dict[str, Any]:
+    def ours(
+        self, texts: list[str], *, starts: list[float] | None = None, variants: tuple[str, ...] = (),
+    ) -> dict[str, Any]:
         """Speak each of ``texts`` as its own owner, started ``starts`` seconds in; each owner's
-        first audio from its own start, and the wall time to the last audio of all."""
-        return asyncio.run(self._ours(texts, starts or [0.0] * len(texts), one_shot))
+        first audio from its own start, and the wall time to the last audio of all.
+        ``variants``: bench/variants.py's decoding variants to speak with instead of the server's."""
+        return asyncio.run(self._ours(texts, starts or [0.0] * len(texts), variants))
 
-    async def _ours(self, texts: list[str], starts: list[float], one_shot: bool) -> dict[str, Any]:
+    async def _ours(self, texts: list[str], starts: list[float], variants: tuple[str, ...]) -> dict[str, Any]:
         from kokoro_server.scheduler import Scheduler
         from voicestream.chunker import iter_sentences
 
@@ -135,7 +143,7 @@ class Sides:
 
         scheduler = Scheduler(workers=1)
         await scheduler.start()
-        synth = synthesizer_class(("one_shot",) if one_shot else ())(
+        synth = synthesizer_class(variants)(
             engine=self.engine, voices=self.model.voices, scheduler=scheduler, default_voice=self.voice)
         synth.phonemizer.phonemize("Warm up.", voice=self.voice)
         synth.keep_up(self.pace)  # measured once, as at the server's warm-up
@@ -156,8 +164,8 @@ class Sides:
             synth.close()
         return {"callers": found, **total}
 
-    def ours_paragraph(self) -> dict[str, float]:
-        result = self.ours([self.text])
+    def ours_paragraph(self, variants: tuple[str, ...] = ()) -> dict[str, float]:
+        result = self.ours([self.text], variants=variants)
         return {**result["callers"][0], "cpu_s": result["cpu_s"]}
 
 
@@ -169,12 +177,14 @@ def measure(sides: Sides, rounds: int, log: Callable[[str], None]) -> dict[str, 
     """Every side once per round, the order rotating; per side the rounds' figures."""
     cases: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("ours", sides.ours_paragraph),
+        ("ours_sentence_jobs", lambda: sides.ours_paragraph(SENTENCE_JOBS)),
         ("loop_sentence", sides.loop_sentence),
         ("loop_chunk", sides.loop_chunk),
         ("ours_concurrent", lambda: sides.ours([sides.text] * CONCURRENT)),
+        ("ours_concurrent_sentence_jobs", lambda: sides.ours([sides.text] * CONCURRENT, variants=SENTENCE_JOBS)),
         ("ours_second_caller", lambda: sides.ours([sides.text, SHORT], starts=[0.0, SECOND_CALLER_AFTER_S])),
         ("ours_short", lambda: sides.ours([SHORT])["callers"][0]),
-        ("ours_short_one_shot", lambda: sides.ours([SHORT], one_shot=True)["callers"][0]),
+        ("ours_short_one_shot", lambda: sides.ours([SHORT], variants=("one_shot",))["callers"][0]),
         ("loop_short", lambda: sides.loop_sentence(SHORT)),
     ]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in cases}
@@ -202,8 +212,9 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     paragraph_rows = {name: {"first_s": med(name, "first_s"), "total_s": med(name, "total_s"),
                              "cpu_per_audio_s": _median([r["cpu_s"] / r["audio_s"] for r in runs[name]]),
                              "audio_s": med(name, "audio_s")}
-                      for name in ("ours", "loop_sentence", "loop_chunk")}
+                      for name in ("ours", "ours_sentence_jobs", "loop_sentence", "loop_chunk")}
     concurrent_wall = med("ours_concurrent", "total_s")
+    concurrent_sentence_jobs_wall = med("ours_concurrent_sentence_jobs", "total_s")
     concurrent_first_p50 = _median([statistics.median(c["first_s"] for c in r["callers"])
                                     for r in runs["ours_concurrent"]])
     loop_total = paragraph_rows["loop_sentence"]["total_s"]
@@ -218,6 +229,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     rows: dict[str, Any] = {
         "paragraph": paragraph_rows,
         "concurrent": {"callers": CONCURRENT, "ours_wall_s": concurrent_wall, "ours_first_p50_s": concurrent_first_p50,
+                       "ours_sentence_jobs_wall_s": concurrent_sentence_jobs_wall,
                        "loop_sentence_x4_s": round(CONCURRENT * loop_total, 4),
                        "loop_chunk_x4_s": round(CONCURRENT * chunk_total, 4)},
         "second_caller": {"after_s": SECOND_CALLER_AFTER_S, "ours_first_s": second_ours,
@@ -227,10 +239,12 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     ratios = {
         "total_over_loop_sentence": ours["total_s"] / loop_total,
         "total_over_loop_chunk": ours["total_s"] / chunk_total,
+        "total_over_sentence_jobs": ours["total_s"] / paragraph_rows["ours_sentence_jobs"]["total_s"],
         "cpu_per_audio_over_loop_sentence":
             ours["cpu_per_audio_s"] / paragraph_rows["loop_sentence"]["cpu_per_audio_s"],
         "cpu_per_audio_over_loop_chunk": ours["cpu_per_audio_s"] / paragraph_rows["loop_chunk"]["cpu_per_audio_s"],
         "concurrent_wall_over_loop_sentence_x4": concurrent_wall / (CONCURRENT * loop_total),
+        "concurrent_wall_over_sentence_jobs": concurrent_wall / concurrent_sentence_jobs_wall,
         "first_over_loop_sentence": ours["first_s"] / paragraph_rows["loop_sentence"]["first_s"],
         "first_over_loop_chunk": ours["first_s"] / paragraph_rows["loop_chunk"]["first_s"],
         "second_caller_first_over_loop": second_ours / second_loop,
@@ -242,6 +256,22 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     targets = [{"ratio": name, "value": round(value, 3), "at_most": limits.get(name),
                 "met": None if name not in limits else value <= limits[name]} for name, value in ratios.items()]
     return {"rows": rows, "targets": targets}
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """(steal, all) jiffies of this machine's CPUs (/proc/stat; zeros where there is none)."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return 0, 0
+    return (fields[7] if len(fields) > 7 else 0), sum(fields)
+
+
+def steal_share(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """The share of CPU time the hypervisor gave to other guests between two readings: a virtual
+    machine's cores are not all ours while it is high, and wall times stretch with it."""
+    total = after[1] - before[1]
+    return round((after[0] - before[0]) / total, 3) if total > 0 else 0.0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -256,7 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
-    began = time.perf_counter()
+    began, stolen = time.perf_counter(), cpu_ticks()
     sides = ThreadPoolExecutor(1).submit(Sides, args.model_dir).result()
     runs = measure(sides, args.rounds, log)
     load = os.getloadavg()
@@ -266,6 +296,7 @@ def main(argv: list[str] | None = None) -> int:
         "loop": "kokoro KPipeline + KModel" if sides.pipeline is not None else "Phonemizer + one-shot engine",
         "sentences": 8, "chars": len(sides.text), "rounds": args.rounds, "decoder_pace": round(sides.pace, 4),
         "cpus": os.cpu_count(), "load_average_after": [round(x, 2) for x in load],
+        "steal_share": steal_share(stolen, cpu_ticks()),
         "seconds": round(time.perf_counter() - began, 1),
         **summarize(runs),
         "runs": {name: [_rounded(r) | ({"callers": [_rounded(c) for c in r["callers"]]} if "callers" in r else {})

@@ -17,6 +17,10 @@
 # INSTANCE_TYPE=ml.g5.xlarge, and commit the file; the stack's scaling target and `deploy-tts plan`
 # then use that figure (infra/capacity.py) instead of the unmeasured estimate.
 #
+# ENGINE_VS_LOOP=1 then runs bench/engine_vs_loop.py (our engine path against kokoro's own
+# KPipeline loop on the same GPU, docs/throughput.md) into $OUT/engine_vs_loop-torch.json, within
+# 150 s more (ROUNDS, default 3).
+#
 # NOT run in this repository's CI or on the dev box: there is no GPU there. Written to be run by
 # hand on a GPU machine after `make install`, with a CUDA build of torch in .venv-kokoro. It has
 # not been run yet.
@@ -58,4 +62,9 @@ if [[ -n "${INSTANCE_TYPE:-}" ]]; then
   timeout --signal=INT --kill-after=10 110 \
     "$VENV/bin/python" -m bench.capacity --model-dir "$MODEL_DIR" --kokoro-python "$KOKORO_PYTHON" \
     --instance-type "$INSTANCE_TYPE" --budget-ms "${BUDGET_MS:-1000}" --out "$OUT/capacity.json"
+fi
+if [[ "${ENGINE_VS_LOOP:-0}" == "1" ]]; then
+  timeout --signal=INT --kill-after=10 150 \
+    "$KOKORO_PYTHON" -m bench.engine_vs_loop --model-dir "$MODEL_DIR" --rounds "${ROUNDS:-3}" \
+    --out "$OUT/engine_vs_loop-torch.json"
 fi

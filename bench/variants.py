@@ -4,7 +4,9 @@ The production server holds what it serves with. What a benchmark compares it ag
 
 * ``round_robin``: owners always take turns, one job each (the scheduler before deadline-first);
 * ``one_shot``: every chunk decoded in one shot (first audio after the whole chunk);
-* ``windowed_per_chunk``: every chunk's windows start small, as if nothing came before it.
+* ``windowed_per_chunk``: every chunk's windows start small, as if nothing came before it;
+* ``sentence_jobs``: one model job per sentence, and a later window held to ``continued`` frames
+  whenever another owner has work, 240 alone (the engine before sentences joined: issue 33).
 
 In one process, build them from :func:`scheduler_class` and :func:`synthesizer_class`. For a server process,
 ``python -m bench.variant_server serve ...`` with ``KOKORO_BENCH_VARIANTS=round_robin,one_shot``
@@ -19,7 +21,9 @@ from typing import Any
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 
-VARIANTS = ("round_robin", "one_shot", "windowed_per_chunk")
+VARIANTS = ("round_robin", "one_shot", "windowed_per_chunk", "sentence_jobs")
+DECODING = ("one_shot", "windowed_per_chunk", "sentence_jobs")  # one synthesizer: at most one of them
+SENTENCE_JOBS_ALONE = 240  # WindowPlan.continued_alone before sentences joined
 ENV = "KOKORO_BENCH_VARIANTS"
 
 
@@ -44,14 +48,28 @@ class PerChunkSynthesizer(Synthesizer):
         return False
 
 
+class SentenceJobsSynthesizer(Synthesizer):
+    """One model job per sentence; a later window holds ``continued`` frames whenever another
+    owner has work, SENTENCE_JOBS_ALONE alone, however far ahead every listener is."""
+
+    def joinable_frames(self, owner: Hashable) -> int:
+        return 0
+
+    def window_cap(self, owner: Hashable) -> int:
+        assert self.plan is not None
+        alone = self.scheduler.others_queued_s(owner) is None
+        return SENTENCE_JOBS_ALONE if alone else self.plan.continued
+
+
 def parse(text: str) -> frozenset[str]:
     """``round_robin,one_shot`` as a set of variant names; ValueError naming an unknown one."""
     names = frozenset(filter(None, (name.strip() for name in text.split(","))))
     unknown = sorted(names - set(VARIANTS))
     if unknown:
         raise ValueError(f"{ENV}: unknown variant {unknown[0]!r}, expected some of {', '.join(VARIANTS)}")
-    if {"one_shot", "windowed_per_chunk"} <= names:
-        raise ValueError(f"{ENV}: one_shot and windowed_per_chunk exclude each other")
+    decoding = sorted(names & set(DECODING))
+    if len(decoding) > 1:
+        raise ValueError(f"{ENV}: {' and '.join(decoding)} exclude each other")
     return names
 
 
@@ -65,4 +83,6 @@ def synthesizer_class(variants: Iterable[str]) -> type[Synthesizer]:
     names = set(variants)
     if "one_shot" in names:
         return OneShotSynthesizer
+    if "sentence_jobs" in names:
+        return SentenceJobsSynthesizer
     return PerChunkSynthesizer if "windowed_per_chunk" in names else Synthesizer

@@ -13,8 +13,9 @@ interleaves between them and a cancel drops the windows not yet decoded.
 
 Windows grow with all the audio the speech made before them, across its chunks: a sentence that
 follows enough audio is one window (up to WindowPlan.continued frames, continued_alone while no
-other session's job waits), decoded exactly as in one shot, since its listener has that audio to
-hear meanwhile. Only a speech's start pays for small windows (their context frames are decoded
+other listener would wait on it: window_cap), decoded exactly as in one shot, since its listener
+has that audio to hear meanwhile; sentences G2P has ready behind it join it in one job (speech.py).
+Only a speech's start pays for small windows (their context frames are decoded
 twice). A speech that starts while its owner's earlier audio still plays (a session's next
 utterance) starts from WindowPlan.carry frames instead of none. Once a chunk's listener has
 enough audio queued to hear while the rest of the chunk is decoded at the decoder pace, the
@@ -169,9 +170,8 @@ class Synthesizer:
     def ahead(self, owner: Hashable, decoding: Decoding) -> bool:
         """Whether ``owner``'s listener has enough audio queued to hear while the rest of
         ``decoding`` is decoded in one window: HEADROOM of it covers the rest and its context at
-        the plan's pace. While another owner waits, a joined window is at most ``continued`` frames,
-        as a chunk's first (:meth:`window_cap`). Without a pace (KOKORO_DECODER_PACE=0) windows never join: the text
-        alone decides them."""
+        the plan's pace, and it is no longer than a chunk's first window may be (:meth:`window_cap`).
+        Without a pace (KOKORO_DECODER_PACE=0) windows never join: the text alone decides them."""
         plan = self.plan
         if plan is None or not plan.pace or decoding.remaining <= 1:
             return False
@@ -185,8 +185,8 @@ class Synthesizer:
         is set): ``continued_alone`` while no other owner has work; else ``continued``, or more, up to
         ``continued_alone``, while every other listener with work queued has audio to hear for the
         longer window's decoding at the plan's pace (within HEADROOM of it). A newcomer waiting for
-        its first audio has none: it gets ``continued``, as every owner did before (bench/results
-        engine_vs_loop: four paragraphs at once ran 1.16x four loop runs with ``continued`` always)."""
+        its first audio has none: it gets ``continued``. Without a pace, ``continued`` whenever
+        another owner has work (no estimate of what it would wait)."""
         plan = self.plan
         assert plan is not None
         others = self.scheduler.others_queued_s(owner)

@@ -69,13 +69,12 @@ class WindowPlan:
     audio minute), median p95 first audio at 4 sessions 1.47 against 1.29 s."""
 
     continued_alone: int = 480
-    """``continued`` for a chunk that no other session's job waits behind (Scheduler.shared): the
-    cap keeps a long window from holding up other listeners, and alone it only costs, since a chunk
-    cut at the cap decodes its context twice (a 193-frame sentence cut 160 and 33 decodes 40 frames
-    more). Paired in one process, a paragraph sent as one message took 7.54 s with 240 here against
-    8.32 s with 160 (fastest of six runs each; medians 8.58 and 8.74 s); 240 for every chunk, alone
-    or not, raised the median p95 first audio of 4 arriving sessions from 1.29 to 1.47 s
-    (docs/models.md)."""
+    """``continued`` for a chunk whose longer window holds up no other listener: no other session
+    has work, or every one that has has enough audio queued to hear meanwhile (synth.window_cap).
+    The cap keeps a long window from holding up other listeners; where none waits it only costs,
+    since a chunk cut at the cap decodes its context twice, and it limits how many sentences a
+    speech joins into one model job (speech.py). 480 (``largest``) rather than 240: fewer model
+    calls per paragraph (docs/throughput.md has the measurements). History: docs/design-notes.md."""
 
     carry: int = 60
     """A speech that starts while its owner's listener still has at least this many frames of

@@ -1,0 +1,135 @@
+"""Fewer, longer model jobs once the listener is ahead (speech.py's ``_joined``, synth.window_cap).
+
+On the tiny torch model with a frozen scheduler clock: a listener's queued audio is then all the
+audio made for it, so what may join depends on the text and the pace alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from waiting import wait_until_async
+
+from kokoro_server.engines import load_engine
+from kokoro_server.model_dir import ModelDir, open_model_dir
+from kokoro_server.scheduler import Scheduler
+from kokoro_server.synth import Synthesizer
+from voicestream.chunker import iter_sentences
+
+pytestmark = pytest.mark.kokoro
+
+TEXT = ("Start with where the router sits. Put it up high. Keep it in the open. "
+        "Walls and floors weaken the signal. Then check the channel it uses.")
+SENTENCES = 5
+PACE = 0.05  # seconds of decoding per audio second: far ahead of the listener once it speaks
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model: Path) -> tuple[ModelDir, Any]:
+    model = open_model_dir(tiny_model)
+    return model, load_engine(model)
+
+
+async def speak(tiny: tuple[ModelDir, Any], *, pace: float) -> tuple[list[Any], int]:
+    """The speech's windows and how many model jobs began a chunk. The model is held until G2P has
+    reached the last sentence, so every sentence is ready when the first job ends."""
+    model, engine = tiny
+    scheduler = Scheduler(workers=1, clock=lambda: 0.0)
+    await scheduler.start()
+    synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, default_voice="af_heart",
+                        vocab=model.vocab)
+    synth.keep_up(pace)
+    phonemized: list[str] = []
+    phonemize = synth.phonemize
+
+    async def counted(text: str, **options: Any) -> Any:
+        phonemized.append(text)
+        return await phonemize(text, **options)
+
+    synth.phonemize = counted  # type: ignore[method-assign]
+    held = threading.Event()
+    blocker = scheduler.submit("someone else", lambda: held.wait(30))
+    try:
+        speech = synth.speech(owner="listener", pieces=iter_sentences(TEXT), text=TEXT, voice="af_heart", speed=1.0)
+        await wait_until_async(lambda: asyncio.sleep(0, len(phonemized)), until=lambda n: n >= SENTENCES)
+        held.set()
+        await blocker
+        windows = [window async for window in speech]
+    finally:
+        held.set()
+        await scheduler.stop()
+        synth.close()
+    return windows, sum(1 for window in windows if window.frames)
+
+
+def test_sentences_ready_behind_the_first_are_joined_with_every_word_in_place(tiny) -> None:
+    joined, jobs = asyncio.run(speak(tiny, pace=PACE))
+    apart, apart_jobs = asyncio.run(speak(tiny, pace=0.0))  # no pace: one job per sentence
+    assert apart_jobs == SENTENCES
+    assert 2 <= jobs < SENTENCES, jobs  # the first sentence alone (first audio), then joined ones
+    words = [w for window in joined for w in window.words]
+    assert [w.text for w in words] == [w.text for window in apart for w in window.words]
+    assert [(w.char_start, w.char_end) for w in words] == [
+        (w.char_start, w.char_end) for window in apart for w in window.words]
+    for word in words:
+        assert TEXT[word.char_start:word.char_end] == word.text
+    starts = [w.start_ms for w in words]
+    assert starts == sorted(starts) and len(set(starts)) == len(starts)
+    audio_ms = 1000 * sum(window.seconds for window in joined)
+    assert words[-1].end_ms <= audio_ms + 1
+    assert abs(audio_ms - 1000 * sum(window.seconds for window in apart)) < 0.25 * audio_ms
+
+
+def window_cap(tiny: tuple[ModelDir, Any], *, pace: float, other_queued_s: float | None) -> int:
+    """Synthesizer.window_cap for "listener" while another owner has a job on the model whose own
+    listener has ``other_queued_s`` of audio queued (None: no other owner)."""
+    model, engine = tiny
+
+    async def scenario() -> int:
+        scheduler = Scheduler(workers=1, clock=lambda: 0.0)
+        await scheduler.start()
+        synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, default_voice="af_heart")
+        synth.keep_up(pace)
+        held = threading.Event()
+        try:
+            if other_queued_s is not None:
+                if other_queued_s:
+                    await scheduler.submit("other", lambda: None, audio_s=lambda _: other_queued_s)
+                running = scheduler.submit("other", lambda: held.wait(30))
+                await wait_until_async(lambda: asyncio.sleep(0, scheduler.running))
+            cap = synth.window_cap("listener")
+            held.set()
+            if other_queued_s is not None:
+                await running
+            return cap
+        finally:
+            held.set()
+            await scheduler.stop()
+            synth.close()
+
+    return asyncio.run(scenario())
+
+
+def test_a_window_holds_the_engine_longer_only_while_every_other_listener_has_audio_to_cover_it(tiny) -> None:
+    from kokoro_server.engines import WindowPlan
+
+    plan = WindowPlan()
+    assert window_cap(tiny, pace=PACE, other_queued_s=None) == plan.continued_alone  # alone
+    assert window_cap(tiny, pace=PACE, other_queued_s=30.0) == plan.continued_alone  # far ahead
+    assert window_cap(tiny, pace=PACE, other_queued_s=0.0) == plan.continued  # waiting for first audio
+    # 0.4 s queued covers HEADROOM (0.7) of it, 0.28 s of decoding: 5.6 s of audio at pace 0.05,
+    # 224 frames (223 as the float rounds down), between the two caps
+    assert window_cap(tiny, pace=PACE, other_queued_s=0.4) == 223
+    assert window_cap(tiny, pace=0.0, other_queued_s=30.0) == plan.continued  # no pace: no estimate
+
+
+def test_a_bench_server_takes_at_most_one_decoding_variant() -> None:
+    from bench.variants import SentenceJobsSynthesizer, parse, synthesizer_class
+
+    assert synthesizer_class(parse("round_robin, sentence_jobs")) is SentenceJobsSynthesizer
+    with pytest.raises(ValueError, match="one_shot and sentence_jobs exclude each other"):
+        parse("sentence_jobs,one_shot")
