@@ -53,8 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     model = f"offline ({config.offline_reason})" if config.model == "offline" else f"bedrock {config.model_id}"
     target = config.tts_url or config.tts_endpoint or "none (text only)"
     logging.getLogger("voice_agent").info("model: %s; TTS: %s; page: %s", model, target, config.serve_page)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, ws_max_size=1024 * 1024,
-                timeout_keep_alive=75)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, ws_max_size=1024 * 1024,
+                    timeout_keep_alive=75)
+    except KeyboardInterrupt:  # uvicorn shut down cleanly on SIGINT, then raised it again for us
+        pass
     return 0
 
 

@@ -109,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(signum, _raise_stopped)
     try:
         tts.start(timeout_s=READY_TIMEOUT_S)
-        agent = subprocess.Popen(agent_cmd)
+        agent = subprocess.Popen(agent_cmd, start_new_session=True)  # Ctrl-C reaches it once, from stop()
         wait_ready(f"{agent_url}/ping", process=agent, timeout=60)
         print(f"\n  Voice agent ready: open {agent_url}/  (TTS at {tts_url}; Ctrl-C stops both)\n", flush=True)
         while tts.process is not None and tts.process.poll() is None and agent.poll() is None:
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
         print("demo: a process exited; stopping the other", file=sys.stderr)
         return 1
     except (KeyboardInterrupt, Stopped) as exc:
-        print(f"\ndemo: stopping ({exc or 'Ctrl-C'})", file=sys.stderr)
+        print(f"\ndemo: stopping ({str(exc) or 'Ctrl-C'})", file=sys.stderr)
         return 0
     except (RuntimeError, LaunchError) as exc:
         print(f"demo: {exc}", file=sys.stderr)

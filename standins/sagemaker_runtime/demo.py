@@ -28,7 +28,8 @@ def _start_standin(args: argparse.Namespace, env: dict[str, str]) -> tuple[subpr
     standin = subprocess.Popen(
         [sys.executable, "-m", "standins.sagemaker_runtime", "--model-dir", args.model_dir,
          "--kokoro-python", args.kokoro_python, "--container-port", str(args.tts_port)],
-        env={**env, "SM_PORT": str(args.sm_port)}, stdout=subprocess.PIPE, text=True)
+        env={**env, "SM_PORT": str(args.sm_port)}, stdout=subprocess.PIPE, text=True,
+        start_new_session=True)  # a terminal's Ctrl-C reaches the demo only; stop() passes it on once
     values: dict[str, str] = {}
     deadline = time.monotonic() + READY_TIMEOUT_S
     assert standin.stdout is not None
@@ -71,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
                      "AWS_SHARED_CREDENTIALS_FILE": os.devnull}
         agent_url = f"http://127.0.0.1:{args.agent_port}"
         agent = subprocess.Popen([sys.executable, "-m", "voice_agent", "--port", str(args.agent_port),
-                                  "--tts-endpoint", ready["endpoint_name"], "--offline", "--page"], env=agent_env)
+                                  "--tts-endpoint", ready["endpoint_name"], "--offline", "--page"], env=agent_env,
+                                 start_new_session=True)
         wait_ready(f"{agent_url}/ping", process=agent, timeout=60)
         print(f"\n  Voice agent ready: open {agent_url}/  (TTS: SageMaker endpoint {ready['endpoint_name']} at "
               f"{ready['endpoint_url']}, the local stand-in; Ctrl-C stops everything)\n", flush=True)

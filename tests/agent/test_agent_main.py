@@ -41,12 +41,13 @@ def test_module_serves_ping_and_the_page_offline() -> None:
         assert "__voiceStats" in script.text and "nextStartTime" in script.text
         assert httpx.get(f"{base}/web/secrets.txt").status_code == 404
     finally:
-        process.send_signal(signal.SIGINT)
+        process.send_signal(signal.SIGINT)  # as the demo stops it: one SIGINT, a clean exit
         try:
-            process.wait(timeout=15)
+            output, _ = process.communicate(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
-            process.wait()
+            output, _ = process.communicate()
+    assert process.returncode == 0 and b"Traceback" not in output, output.decode(errors="replace")[-2000:]
 
 
 def test_demo_refuses_a_missing_model_dir(tmp_path: Path) -> None:

@@ -129,7 +129,10 @@ def main(argv: list[str] | None = None) -> int:
         # after the drain, requests in flight finish within what is left of SageMaker's 30 s
         timeout_graceful_shutdown=max(1, int(SIGKILL_AFTER_S - 2 - settings.drain_s)),
     )
-    DrainingServer(config, drain=lambda: drain(app)).run()
+    try:
+        DrainingServer(config, drain=lambda: drain(app)).run()
+    except KeyboardInterrupt:  # uvicorn shut down cleanly on SIGINT (Ctrl-C), then raised it again for us
+        pass
     return 0
 
 

@@ -93,8 +93,10 @@ class KokoroProcess:
         command = [self.python, "-m", self.module, "serve", "--model-dir", str(self.model_dir),
                    "--host", self.host, "--port", str(self.port)]
         began = time.monotonic()
+        # A session of its own: a terminal's Ctrl-C reaches whoever started it, which stops it with
+        # one ``stop_signal`` (a second SIGINT mid-shutdown makes uvicorn print a traceback).
         if self.log_path is None:
-            self.process = subprocess.Popen(command, env=env)
+            self.process = subprocess.Popen(command, env=env, start_new_session=True)
         else:
             self.log_path.parent.mkdir(parents=True, exist_ok=True)
             with self.log_path.open("wb") as log:
