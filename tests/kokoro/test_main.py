@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -48,8 +49,10 @@ def test_windows_keep_up_with_the_decoder_pace_measured_at_warm_up_or_set(env: d
     ra.require_weights()
     synth = load(Settings.from_env({"KOKORO_MODEL_DIR": str(ra.packaged_dir()), **env}))(Scheduler())
     try:
-        if pace is None:  # measured: a CPU decoder is slower than a GPU's, faster than real time
-            assert synth.plan is not None and 0.01 < synth.plan.pace < 1.0
+        if pace is None:  # measured, and that figure sizes the windows (how fast is the host's
+            # business: a loaded 2-core CI host measured 1.4, a quiet one 0.2)
+            assert synth.plan is not None and math.isfinite(synth.plan.pace) and synth.plan.pace > 0
+            assert synth.plan.pace == synth.pace.current and synth.pace.remeasure
         else:
             assert synth.plan is not None and synth.plan.pace == pace
     finally:
