@@ -50,7 +50,7 @@ def test_windows_keep_up_with_the_decoder_pace_measured_at_warm_up_or_set(env: d
     synth = load(Settings.from_env({"KOKORO_MODEL_DIR": str(ra.packaged_dir()), **env}))(Scheduler())
     try:
         if pace is None:  # measured, and that figure sizes the windows (how fast is the host's
-            # business: a loaded 2-core CI host measured 1.4, a quiet one 0.2)
+            # business: under load this 2-core host measured over 1, quiet about 0.2)
             assert synth.plan is not None and math.isfinite(synth.plan.pace) and synth.plan.pace > 0
             assert synth.plan.pace == synth.pace.current and synth.pace.remeasure
         else:
