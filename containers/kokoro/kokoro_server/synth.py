@@ -169,16 +169,10 @@ class Synthesizer:
 
     def ahead(self, owner: Hashable, decoding: Decoding) -> bool:
         """Whether ``owner``'s listener has enough audio queued to hear while the rest of
-        ``decoding`` is decoded in one window: HEADROOM of it covers the rest and its context at
-        the plan's pace, and it is no longer than a chunk's first window may be (:meth:`window_cap`).
-        Without a pace (KOKORO_DECODER_PACE=0) windows never join: the text alone decides them."""
-        plan = self.plan
-        if plan is None or not plan.pace or decoding.remaining <= 1:
-            return False
-        rest = decoding.rest_frames
-        if rest > min(plan.largest, self.window_cap(owner)):
-            return False
-        return rest * FRAME_S * plan.pace <= HEADROOM * self.scheduler.queued_audio_s(owner)
+        ``decoding`` (its frames and the context before them) is decoded in one window: the rest
+        fits in what one window may decode now (:meth:`window_frames`). Without a pace
+        (KOKORO_DECODER_PACE=0) windows never join: the text alone decides them."""
+        return decoding.remaining > 1 and decoding.rest_frames <= self.window_frames(owner)
 
     def window_cap(self, owner: Hashable) -> int:
         """Frames one window of ``owner``'s may hold after its speech's first (the plan's: ``plan``
@@ -196,15 +190,20 @@ class Synthesizer:
             return plan.continued
         return max(plan.continued, min(plan.continued_alone, self._frames_within(others)))
 
-    def joinable_frames(self, owner: Hashable) -> int:
-        """Frames one job of ``owner``'s sentences may hold when a speech joins those G2P has ready
-        (Speech._joined): what one window may (:meth:`window_cap`), and no more than the plan's
-        pace decodes in HEADROOM of the audio ``owner``'s listener has queued. 0 without a pace:
-        then the text alone decides the jobs."""
+    def window_frames(self, owner: Hashable) -> int:
+        """Frames one window of ``owner``'s may decode now: at most ``largest`` and
+        :meth:`window_cap`, and no more than the plan's pace decodes in HEADROOM of the audio
+        ``owner``'s listener has queued. 0 without a pace: then the text alone decides windows and jobs."""
         plan = self.plan
         if plan is None or not plan.pace:
             return 0
-        return min(self.window_cap(owner), self._frames_within(self.scheduler.queued_audio_s(owner)))
+        return min(plan.largest, self.window_cap(owner), self._frames_within(self.scheduler.queued_audio_s(owner)))
+
+    def joinable_frames(self, owner: Hashable) -> int:
+        """Frames one job of ``owner``'s sentences may hold when a speech joins those G2P has ready
+        (Speech._joined): one window's (:meth:`window_frames`). The bench's ``sentence_jobs``
+        variant joins nothing by returning 0 here."""
+        return self.window_frames(owner)
 
     def _frames_within(self, seconds: float) -> int:
         """Frames the plan's pace decodes in HEADROOM of ``seconds`` (the plan has a pace)."""
