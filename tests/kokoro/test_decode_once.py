@@ -15,7 +15,7 @@ import pytest
 from hand_clock import HandClock
 
 from kokoro_server.engines.windows import Decoding, WindowPlan, plan_windows
-from kokoro_server.pace import PACE_INTERVAL_S, PaceMeter
+from kokoro_server.pace import PACE_INTERVAL_S, DecoderCost, PaceMeter
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 
@@ -72,7 +72,7 @@ def _ahead(pace: float, queued_s: float, *, frames: int = 300) -> bool:
         await scheduler.start()
         synth = Synthesizer(engine=_Engine(frames), voices={"v": np.zeros((510, 1, 256), np.float32)},
                             scheduler=scheduler)
-        synth.keep_up(pace)
+        synth.keep_up(DecoderCost(pace=pace))
         try:
             await scheduler.submit("o", lambda: queued_s, audio_s=float)
             decoding = _Engine(frames).begin("", np.zeros(256), 1.0, plan=synth.plan)
@@ -86,8 +86,8 @@ def _ahead(pace: float, queued_s: float, *, frames: int = 300) -> bool:
 
 
 def test_a_listener_far_enough_ahead_gets_the_rest_in_one_window() -> None:
-    # 300 frames, the first window 20: the rest (280 + 20 of context, 7.5 s) at pace 0.2 takes 1.5 s
-    assert _ahead(0.2, 3.0)  # 0.7 x 3 s covers 1.5 s
+    # 300 frames, the first window 29: the rest (271 + 20 of context, 7.3 s) at pace 0.2 takes 1.46 s
+    assert _ahead(0.2, 3.0)  # 0.7 x 3 s covers 1.46 s
     assert not _ahead(0.2, 2.0)  # 0.7 x 2 s does not
     assert not _ahead(0.0, 60.0)  # without a pace the text alone decides the windows
     assert not _ahead(0.2, 60.0, frames=600)  # past ``largest`` a joined window would hold the engine too long
@@ -96,12 +96,12 @@ def test_a_listener_far_enough_ahead_gets_the_rest_in_one_window() -> None:
 def test_pace_is_the_median_of_recent_figures_and_remeasured_only_when_due() -> None:
     clock = HandClock()
     meter = PaceMeter(remeasure=True, clock=clock)
-    assert meter.add(0.4) == 0.4  # a busy warm-up
+    assert meter.add(DecoderCost(pace=0.4)).pace == 0.4  # a busy warm-up
     assert not meter.due()
     clock.now += PACE_INTERVAL_S
     assert meter.due()
-    meter.add(0.2)
-    assert meter.add(0.21) == 0.21  # two quiet idle figures outvote it
+    meter.add(DecoderCost(pace=0.2))
+    assert meter.add(DecoderCost(pace=0.21)).pace == 0.21  # two quiet idle figures outvote it
     assert not meter.due()
     pinned = PaceMeter(remeasure=False, clock=clock)
     clock.now += 10 * PACE_INTERVAL_S

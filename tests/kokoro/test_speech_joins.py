@@ -16,6 +16,7 @@ from waiting import wait_until_async
 
 from kokoro_server.engines import load_engine
 from kokoro_server.model_dir import ModelDir, open_model_dir
+from kokoro_server.pace import DecoderCost
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 from voicestream.chunker import iter_sentences
@@ -42,7 +43,7 @@ async def speak(tiny: tuple[ModelDir, Any], *, pace: float) -> tuple[list[Any], 
     await scheduler.start()
     synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, default_voice="af_heart",
                         vocab=model.vocab)
-    synth.keep_up(pace)
+    synth.keep_up(DecoderCost(pace=pace))
     phonemized: list[str] = []
     phonemize = synth.phonemize
 
@@ -93,7 +94,7 @@ def window_cap(tiny: tuple[ModelDir, Any], *, pace: float, other_queued_s: float
         scheduler = Scheduler(workers=1, clock=lambda: 0.0)
         await scheduler.start()
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, default_voice="af_heart")
-        synth.keep_up(pace)
+        synth.keep_up(DecoderCost(pace=pace))
         held = threading.Event()
         try:
             if other_queued_s is not None:
@@ -122,8 +123,8 @@ def test_a_window_holds_the_engine_longer_only_while_every_other_listener_has_au
     assert window_cap(tiny, pace=PACE, other_queued_s=30.0) == plan.continued_alone  # far ahead
     assert window_cap(tiny, pace=PACE, other_queued_s=0.0) == plan.continued  # waiting for first audio
     # 0.4 s queued covers HEADROOM (0.7) of it, 0.28 s of decoding: 5.6 s of audio at pace 0.05,
-    # 224 frames (223 as the float rounds down), between the two caps
-    assert window_cap(tiny, pace=PACE, other_queued_s=0.4) == 223
+    # 224 frames, between the two caps
+    assert window_cap(tiny, pace=PACE, other_queued_s=0.4) == 224
     assert window_cap(tiny, pace=0.0, other_queued_s=30.0) == plan.continued  # no pace: no estimate
 
 

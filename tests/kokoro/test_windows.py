@@ -110,30 +110,46 @@ def test_windows_grow_with_the_audio_the_speech_made_before_them(frames: int, be
 
 @pytest.mark.parametrize(("pace", "frames", "sizes"), [
     (0.0, 475, [20, 80, 375]),          # no pace: growth alone
-    (0.01, 475, [20, 80, 375]),         # a GPU's pace: growth decides
-    (0.152, 475, [20, 52, 227, 176]),   # this CPU's: the second window fits in the first's 0.5 s
-    (0.17, 475, [20, 42, 157, 256]),    # never below doubling: smaller windows fall further behind
-    (0.19, 475, [24, 48, 163, 240]),    # 20 frames would not cover 40 and their context: a larger first
-    (0.25, 208, [50, 100, 58]),         # a slow host: first audio later, and no silence after it
-    (0.4, 1500, [160, 320, 480, 480, 60]),  # no first window keeps up: the largest allowed (continued)
+    (0.01, 475, [20, 455]),             # a GPU's pace: the first window's audio covers all the rest
+    (0.152, 475, [26, 79, 370]),        # this CPU's: 6 frames more first save a window (FIRST_TRADE)
+    (0.19, 475, [36, 92, 347]),         # 20 frames would not cover 40 and their context: a larger first
+    (0.25, 208, [61, 147]),             # a slow host: first audio later, and no silence after it
+    (0.4, 1500, [160, 320, 480, 480, 60]),  # no first window keeps up: the largest allowed (continued),
+                                            # then never below doubling: smaller ones fall further behind
     (0.1, 99, [20, 79]),                # a last window without right context fits as it is
-    (0.152, 99, [20, 52, 27]),          # one that does not fit leaves a last window of its own
 ])
 def test_windows_keep_up_with_the_decoders_pace(pace: float, frames: int, sizes: list[int]) -> None:
     assert [w.end - w.start for w in plan_windows(frames, WindowPlan(pace=pace))] == sizes
 
 
+def test_a_last_window_the_listener_could_not_cover_joined_is_left_on_its_own() -> None:
+    """After 40 frames of earlier audio at pace 0.209, joining the last 20 frames to the window
+    before them would outrun the listener: they are a window of their own."""
+    assert [w.end - w.start for w in plan_windows(439, WindowPlan(pace=0.209), before=40)] == [93, 326, 20]
+
+
+@pytest.mark.parametrize(("overhead", "sizes"), [
+    (0.0, [20, 90, 365]),  # the tiny CPU model's warm-up pace alone: three windows
+    (0.1, [38, 437]),      # its fitted cost, 0.1 s a call and 0.048 per frame: 18 frames more first (22 ms
+                           # before first audio), one window less (0.1 s and 40 frames of context)
+])
+def test_a_fixed_cost_per_call_makes_larger_windows_cheaper(overhead: float, sizes: list[int]) -> None:
+    pace = 0.107 if not overhead else 0.048
+    assert [w.end - w.start for w in plan_windows(475, WindowPlan(pace=pace, overhead=overhead))] == sizes
+
+
+@pytest.mark.parametrize("overhead", [0.0, 0.03, 0.1])
 @pytest.mark.parametrize("pace", [0.05, 0.1, 0.12, 0.152, 0.19, 0.25, 0.3])
 @pytest.mark.parametrize("frames", [61, 99, 160, 300, 475, 510 * 3])
-def test_a_decoder_at_the_plans_pace_keeps_ahead_of_the_listener(pace: float, frames: int) -> None:
-    """Windows decoded back to back at ``pace`` (frames of playing time per decoded frame), played
-    from the first window's arrival: each window's decoding takes at most HEADROOM of the audio
-    still queued when it starts (the arithmetic the plan promises; the server's own timing is
-    bench/design.py's)."""
-    windows = plan_windows(frames, WindowPlan(pace=pace))
+def test_a_decoder_at_the_plans_pace_keeps_ahead_of_the_listener(pace: float, frames: int, overhead: float) -> None:
+    """Windows decoded back to back at ``pace`` (frames of playing time per decoded frame) and
+    ``overhead`` seconds a call, played from the first window's arrival: each window's decoding
+    takes at most HEADROOM of the audio still queued when it starts (the arithmetic the plan
+    promises; the server's own timing is bench/design.py's)."""
+    windows = plan_windows(frames, WindowPlan(pace=pace, overhead=overhead))
     clock, made, played_from = 0.0, 0, None
     for w in windows:
-        decode = (w.hi - w.lo) * pace
+        decode = (w.hi - w.lo) * pace + overhead / 0.025
         if played_from is not None:
             queued = made - (clock - played_from)
             assert decode <= HEADROOM * queued + 1e-9, ([(x.start, x.end) for x in windows], w)

@@ -67,6 +67,7 @@ def load(settings: Settings) -> Callable[[Scheduler], Synthesizer]:
     started = time.perf_counter()
     model = open_model_dir(onnx_over_torch_dir(settings), engine=settings.engine)
     engine = load_engine(model, device=settings.device)
+    from .pace import DecoderCost
     from .synth import Synthesizer  # imports kokoro (and torch): after the cheap checks
     log.info("loaded %s engine on %s from %s with %d voices in %.1fs", engine.name, engine.device,
              model.root, len(model.voices), time.perf_counter() - started)
@@ -81,7 +82,7 @@ def load(settings: Settings) -> Callable[[Scheduler], Synthesizer]:
         pace = settings.decoder_pace
         if pace is None:
             pace = synth.measure_pace() if settings.warmup and synth.plan is not None else 0.0
-        synth.keep_up(pace, remeasure=settings.decoder_pace is None)
+        synth.keep_up(DecoderCost(pace=pace), remeasure=settings.decoder_pace is None)
         if synth.plan is not None:
             log.info("windows keep up with a decoder pace of %.3f s per audio second%s", pace,
                      " (measured)" if settings.decoder_pace is None else "")

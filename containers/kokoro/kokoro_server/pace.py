@@ -1,17 +1,21 @@
-"""The decoder pace windows are cut by (WindowPlan.pace): measured at warm-up, and again when the
-engine is idle, so one figure taken while the machine was busy does not size every window."""
+"""The decoder cost windows are cut by (WindowPlan.pace and .overhead): a pace measured at warm-up,
+and again when the engine is idle, so one figure taken while the machine was busy does not size
+every window; then a cost fitted to the windows the server decodes (:class:`PaceMeter`)."""
 
 from __future__ import annotations
 
 import collections
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .engines import Engine
+from .engines.windows import FRAME_S
 from .g2p import Phonemizer
 from .model_dir import style_for
 
@@ -36,6 +40,45 @@ def decoder_pace(engine: Engine, phonemes: str, style: np.ndarray, *, runs: int 
     return float(np.median(paces))
 
 
+@dataclass(frozen=True)
+class DecoderCost:
+    """What a decoder call costs: ``overhead`` seconds whatever its frames, plus ``pace`` seconds
+    per second of audio it decodes (WindowPlan.decode_s). A pace alone (overhead 0) is linear."""
+
+    pace: float
+    overhead: float = 0.0
+
+
+FIT_WINDOWS = 64
+"""The decoded windows a cost is fitted to (the most recent)."""
+FIT_LEAST = 8
+"""Windows needed before a fitted cost replaces the measured pace, and how often it is refitted."""
+FIT_SPREAD = 2.0
+"""Their largest must decode at least this many times the frames of their smallest: a line through
+sizes that barely differ says nothing about a fixed cost per call."""
+
+
+def fit_cost(windows: Sequence[tuple[int, float]]) -> DecoderCost | None:
+    """Least squares ``seconds = overhead + frames * FRAME_S * pace`` over (decoded frames, seconds)
+    pairs, or None while they are too few or too alike (FIT_LEAST, FIT_SPREAD) or the line is not
+    a cost (a pace of 0 or less). A negative overhead is read as none: the pace through the origin."""
+    if len(windows) < FIT_LEAST:
+        return None
+    frames = [float(n) for n, _ in windows]
+    seconds = [t for _, t in windows]
+    if max(frames) < FIT_SPREAD * min(frames):
+        return None
+    mean_n, mean_t = statistics.fmean(frames), statistics.fmean(seconds)
+    spread = sum((n - mean_n) ** 2 for n in frames)
+    slope = sum((n - mean_n) * (t - mean_t) for n, t in zip(frames, seconds)) / spread
+    if slope <= 0:
+        return None
+    overhead = mean_t - slope * mean_n
+    if overhead < 0:
+        return DecoderCost(pace=sum(seconds) / (sum(frames) * FRAME_S))
+    return DecoderCost(pace=slope / FRAME_S, overhead=overhead)
+
+
 PACE_INTERVAL_S = 30.0
 """At most one idle re-measurement of the decoder pace per this long: each costs one decoding of
 the warm-up sentence (~1 s of audio), and a job that arrives meanwhile waits for it."""
@@ -43,25 +86,49 @@ PACE_FIGURES = 5
 
 
 class PaceMeter:
-    """The decoder pace windows are cut by: the median of the last PACE_FIGURES figures, the
-    warm-up's and those measured since when the engine was idle (every PACE_INTERVAL_S at most).
-    One warm-up figure taken while the machine was busy made every later first window large."""
+    """The decoder cost windows are cut by. Until FIT_LEAST windows of different sizes were decoded,
+    the median of the last PACE_FIGURES paces, the warm-up's and those measured since when the
+    engine was idle (every PACE_INTERVAL_S at most): one warm-up figure taken while the machine was
+    busy made every later first window large. Then the cost fitted to the last FIT_WINDOWS windows
+    (:func:`fit_cost`): a pace measured on a short sentence carries the call's fixed cost in every
+    frame. ``remeasure=False`` (a pinned pace): the first figure, always."""
 
     def __init__(self, *, remeasure: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
         self.remeasure = remeasure
-        self.figures: collections.deque[float] = collections.deque(maxlen=PACE_FIGURES)
+        self.figures: collections.deque[DecoderCost] = collections.deque(maxlen=PACE_FIGURES)
+        self._windows: collections.deque[tuple[int, float]] = collections.deque(maxlen=FIT_WINDOWS)
+        self._fitted: DecoderCost | None = None
+        self._observed = 0
         self._clock = clock
         self._last = clock()
+
+    def observe(self, frames: int, seconds: float) -> bool:
+        """A window of ``frames`` decoded frames took ``seconds`` (the engine's worker thread);
+        True when the cost was refitted (every FIT_LEAST windows) and the plan should follow."""
+        if not self.remeasure or frames < 1 or not seconds > 0:
+            return False
+        self._windows.append((frames, seconds))
+        self._observed += 1
+        if self._observed % FIT_LEAST:
+            return False
+        self._fitted = fit_cost(list(self._windows)) or self._fitted
+        return True
 
     def due(self) -> bool:
         return self.remeasure and self._clock() - self._last >= PACE_INTERVAL_S
 
-    def add(self, figure: float) -> float:
-        """Record a measured pace; return the pace to cut windows by now."""
+    def add(self, figure: DecoderCost) -> DecoderCost:
+        """Record a measured cost (a pace, or a cost set from outside); return the cost to cut
+        windows by now."""
         self.figures.append(figure)
         self._last = self._clock()
         return self.current
 
     @property
-    def current(self) -> float:
-        return float(np.median(self.figures)) if self.figures else 0.0
+    def current(self) -> DecoderCost:
+        if self._fitted is not None:
+            return self._fitted
+        if not self.figures:
+            return DecoderCost(pace=0.0)
+        return DecoderCost(pace=float(np.median([f.pace for f in self.figures])),
+                           overhead=float(np.median([f.overhead for f in self.figures])))

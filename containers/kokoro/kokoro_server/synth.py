@@ -29,6 +29,7 @@ and the listener's queued audio; with KOKORO_DECODER_PACE=0, on the text and tho
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -43,13 +44,15 @@ from .engines import Decoding, Engine, Synthesis, WindowPlan
 from .engines.windows import FRAME_S, HEADROOM
 from .g2p import G2PNotes, PhonemeChunk, Phonemizer
 from .model_dir import style_for
-from .pace import WARM_UP_TEXT, PaceMeter, warm_up_pace
+from .pace import WARM_UP_TEXT, DecoderCost, PaceMeter, warm_up_pace
 from .scheduler import Scheduler
 from .voices import VoiceBook
 from .words import PlacedWord, WordTiming, word_timings
 
 if TYPE_CHECKING:
     from .speech import Speech
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,8 +130,10 @@ class Synthesizer:
             decoding = self.engine.begin(phonemes, style, speed, plan=plan)
             if follows:
                 decoding.follow(frames_before)
+            stepped = time.perf_counter()
             audio = decoding.step()
             spent = time.perf_counter() - started
+            self._observe(decoding, spent - (stepped - started))
             timings = word_timings(words, phonemes=phonemes, durations=decoding.durations,
                                    samples=decoding.frames * decoding.samples_per_frame, vocab=self.vocab)
             return TimedSynthesis(
@@ -162,7 +167,9 @@ class Synthesizer:
         def run() -> TimedSynthesis:
             started = time.perf_counter()
             audio = decoding.step()
-            return TimedSynthesis(synthesis=Synthesis(audio=audio), synthesis_s=time.perf_counter() - started,
+            spent = time.perf_counter() - started
+            self._observe(decoding, spent)
+            return TimedSynthesis(synthesis=Synthesis(audio=audio), synthesis_s=spent,
                                   decoding=None if decoding.done else decoding)
 
         return self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
@@ -206,9 +213,9 @@ class Synthesizer:
         return self.window_frames(owner)
 
     def _frames_within(self, seconds: float) -> int:
-        """Frames the plan's pace decodes in HEADROOM of ``seconds`` (the plan has a pace)."""
+        """Frames one window may decode in HEADROOM of ``seconds`` at the plan's cost (it has a pace)."""
         assert self.plan is not None and self.plan.pace
-        return int(HEADROOM * seconds / (self.plan.pace * FRAME_S))
+        return self.plan.frames_within(HEADROOM * seconds)
 
     def speech(
         self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None,
@@ -232,21 +239,32 @@ class Synthesizer:
         return warm_up_pace(self.engine, self.phonemizer, voice=self.default_voice,
                             pack=self.voice_book.pack(self.default_voice), runs=runs)
 
-    def keep_up(self, pace: float, *, remeasure: bool = False) -> None:
+    def keep_up(self, cost: DecoderCost, *, remeasure: bool = False) -> None:
         """Size windows so the decoder at ``pace`` keeps ahead of the listener (WindowPlan.pace);
         before serving: jobs read the plan. ``remeasure``: ``pace`` was measured, and is measured
         again when the engine goes idle (PaceMeter), so one busy warm-up does not size every window."""
-        self.pace = PaceMeter(remeasure=remeasure and pace > 0)
-        self.pace.add(pace)
+        self.pace = PaceMeter(remeasure=remeasure and cost.pace > 0)
+        self._follow(self.pace.add(cost))
+
+    def _follow(self, cost: DecoderCost) -> None:
+        """Cut windows by ``cost`` from now on (jobs already begun keep their windows)."""
         if self.plan is not None:
-            self.plan = replace(self.plan, pace=pace)
+            self.plan = replace(self.plan, pace=cost.pace, overhead=cost.overhead)
+
+    def _observe(self, decoding: Decoding, seconds: float) -> None:
+        """A window of ``decoding`` took ``seconds`` (worker thread): the meter fits the cost to it."""
+        if self.plan is not None and self.pace.observe(decoding.decoded_last, seconds):
+            cost, was = self.pace.current, self.plan
+            self._follow(cost)
+            if cost.overhead and not was.overhead:  # the first fit: say what replaced the warm-up pace
+                log.info("windows now follow the decoder cost fitted to the windows decoded: %.0f ms a call and "
+                         "%.3f s per audio second", 1000 * cost.overhead, cost.pace)
 
     def _remeasure_pace(self) -> None:
         """The scheduler's idle hook (worker thread, nothing queued): measure the pace again when due."""
         if self.plan is None or not self.pace.due():
             return
-        pace = self.pace.add(self.measure_pace(runs=1))
-        self.plan = replace(self.plan, pace=pace)
+        self._follow(self.pace.add(DecoderCost(pace=self.measure_pace(runs=1))))
 
     def close(self) -> None:
         """Drop queued G2P and wait for the one running: spaCy's pipeline is never used by two

@@ -92,11 +92,20 @@ class WindowPlan:
     and a speech's first window is as large as that needs (windows._paced_first):
     on 2 CPU cores the decoder runs at ~0.15-0.25 and growth 4 alone made the second window (80
     frames and 40 of context) take 0.47-0.57 s against the first's 0.5 s of audio. A GPU's pace
-    leaves growth to decide. Measured at warm-up unless KOKORO_DECODER_PACE says otherwise: docs/models.md."""
+    leaves growth to decide. Measured at warm-up unless KOKORO_DECODER_PACE says otherwise: docs/models.md.
+    With ``overhead``, the pace is what each frame adds to a decoder call (pace.DecoderCost)."""
+
+    overhead: float = 0.0
+    """Seconds one decoder call costs whatever its frames (pace.DecoderCost): a window of ``n``
+    decoded frames takes ``overhead + n * FRAME_S * pace`` (:meth:`decode_s`). On the tiny CPU model a
+    call costs ~65 ms plus 1.3 ms per frame, so one pace measured on a short sentence (~3.4 ms a
+    frame) made long windows look 2x dearer than they are (docs/throughput.md). 0: cost is linear."""
 
     def __post_init__(self) -> None:
         if not self.pace >= 0:
             raise ValueError(f"pace: must be 0 or more seconds per audio second, got {self.pace!r}")
+        if not self.overhead >= 0:
+            raise ValueError(f"overhead: must be 0 or more seconds per decoder call, got {self.overhead!r}")
         if self.carry < 0:
             raise ValueError(f"carry: must be 0 or more frames, got {self.carry}")
         for name in ("first", "largest", "context"):
@@ -114,6 +123,15 @@ class WindowPlan:
             raise ValueError(
                 f"continued_alone: must be at least continued ({self.continued}), got {self.continued_alone}"
             )
+
+    def decode_s(self, frames: int) -> float:
+        """Seconds the decoder takes for a window of ``frames`` decoded frames (own and context)."""
+        return self.overhead + frames * FRAME_S * self.pace
+
+    def frames_within(self, seconds: float) -> int:
+        """The most decoded frames one window may hold for its decoding to take at most ``seconds``
+        (the plan has a pace)."""
+        return max(0, int((seconds - self.overhead) / FRAME_S / self.pace + 1e-9))  # 1e-9: float round-off
 
 
 @dataclass(frozen=True)
@@ -159,8 +177,9 @@ def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int) -> list[i
         allowed = max(plan.first, _frames_in_time(queued, plan), int(round(PACED_GROWTH_FLOOR * made)))
         if made == 0:
             size = first  # a first window is always allowed
-        else:
-            size = min(cap, max(plan.first, int(round(plan.growth * made))), allowed)
+        else:  # growth, or with a pace as much as the listener's queued audio covers
+            paced = _frames_in_time(queued, plan) if plan.pace else 0
+            size = min(cap, max(min(max(plan.first, int(round(plan.growth * made))), allowed), paced))
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
             end = frames
@@ -168,7 +187,7 @@ def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int) -> list[i
                 end = frames - plan.first  # the joined window would outrun the listener: a last small one
         bounds.append(end)
         decoded = end - done + (plan.context if done else 0) + (plan.context if end < frames else 0)
-        queued = (end - done) if made == 0 else queued - decoded * plan.pace + (end - done)
+        queued = (end - done) if made == 0 else queued - plan.decode_s(decoded) / FRAME_S + (end - done)
     return bounds
 
 
@@ -183,12 +202,12 @@ def _windows(bounds: list[int], frames: int, plan: WindowPlan) -> list[Window]:
     return windows
 
 
-def keeps_up(windows: list[Window], pace: float) -> bool:
-    """Whether a decoder at ``pace``, decoding ``windows`` back to back, takes at most HEADROOM of
+def keeps_up(windows: list[Window], plan: WindowPlan) -> bool:
+    """Whether a decoder at ``plan``'s cost, decoding ``windows`` back to back, takes at most HEADROOM of
     the audio queued when each window after the first starts (playback from the first's end)."""
     clock, made, played_from = 0.0, 0, None
     for window in windows:
-        decode = (window.hi - window.lo) * pace
+        decode = plan.decode_s(window.hi - window.lo) / FRAME_S
         if played_from is not None and decode > HEADROOM * (made - (clock - played_from)) + 1e-9:
             return False
         clock += decode
@@ -197,17 +216,39 @@ def keeps_up(windows: list[Window], pace: float) -> bool:
     return True
 
 
+FIRST_TRADE = 2.0
+"""A speech's first window takes up to ``first`` frames more where that saves this many times the
+decoding it adds before first audio: one window fewer (its call's fixed cost and context; with a
+fitted cost on the tiny CPU model, 20 frames more in a 320-frame sentence's first window cost
+~25 ms before first audio and saved one window, ~0.15 s)."""
+
+
 def _paced_first(frames: int, plan: WindowPlan) -> int:
     """The smallest first window, from ``plan.first`` up to ``plan.continued`` frames, after which
     the windows keep up with the pace (:func:`keeps_up`); ``plan.continued`` if none does. Past a
     pace of ~0.17 on 2 CPU cores, 20 frames (0.5 s) do not cover the next window at the
     doubling floor (40 frames and 40 of context): the listener would run dry in the sentence's
-    first second, alone on the engine."""
+    first second, alone on the engine. Then up to ``plan.first`` frames more where that pays
+    (FIRST_TRADE)."""
     most = min(frames, plan.continued, plan.largest)
     for first in range(plan.first, most + 1):
-        if keeps_up(_windows(_bounds(frames, plan, before=0, first=first), frames, plan), plan.pace):
-            return first
-    return most
+        windows = _windows(_bounds(frames, plan, before=0, first=first), frames, plan)
+        if keeps_up(windows, plan):
+            break
+    else:
+        return most
+    best, best_s = first, _decode_s(windows, plan)
+    for more in range(first + 1, min(most, first + plan.first) + 1):
+        windows = _windows(_bounds(frames, plan, before=0, first=more), frames, plan)
+        spent = _decode_s(windows, plan)
+        added = plan.decode_s(windows[0].hi - windows[0].lo) - plan.decode_s(first + plan.context)
+        if best_s - spent >= FIRST_TRADE * added and keeps_up(windows, plan):
+            best, best_s = more, spent
+    return best
+
+
+def _decode_s(windows: list[Window], plan: WindowPlan) -> float:
+    return sum(plan.decode_s(w.hi - w.lo) for w in windows)
 
 
 def _frames_in_time(queued: float, plan: WindowPlan) -> int:
@@ -215,7 +256,7 @@ def _frames_in_time(queued: float, plan: WindowPlan) -> int:
     of the ``queued`` frames' playing time (any number without a pace)."""
     if not plan.pace:
         return 1 << 30
-    return int(HEADROOM * queued / plan.pace) - 2 * plan.context
+    return plan.frames_within(HEADROOM * queued * FRAME_S) - 2 * plan.context
 
 
 class Joiner:
@@ -259,6 +300,7 @@ class Decoding:
         self._windows: list[Window] | None = None  # planned on first use: follow may change ``before``
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
         self._next = 0
+        self.decoded_last = 0  # frames the last step decoded (its own and context): PaceMeter fits to them
         self._joiner: Joiner | None = None
         self._plan = plan
         self._crossfade = 0 if plan is None else plan.crossfade
@@ -313,6 +355,7 @@ class Decoding:
             if rest or per_frame == 0:
                 raise ValueError(f"decoder returned {decoded.size} samples for {window.hi - window.lo} frames")
             self.samples_per_frame = per_frame
+            self.decoded_last = window.hi - window.lo
             if self._joiner is None:
                 self._joiner = Joiner(crossfade_samples=self._crossfade * per_frame)
             own = decoded[(window.start - window.lo) * per_frame:(window.end + window.tail - window.lo) * per_frame]
