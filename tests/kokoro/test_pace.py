@@ -11,7 +11,7 @@ import pytest
 from hand_clock import HandClock
 
 from kokoro_server.engines.windows import FRAME_S, Decoding, WindowPlan
-from kokoro_server.pace import FIT_LEAST, DecoderCost, PaceMeter, fit_cost
+from kokoro_server.pace import FIT_LEAST, PACE_INTERVAL_S, DecoderCost, PaceMeter, fit_cost
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 
@@ -44,12 +44,16 @@ def test_a_line_below_the_origin_is_read_as_a_pace_alone() -> None:
 
 
 def test_the_meter_answers_the_warm_up_pace_until_windows_were_fitted_and_a_pinned_one_never_fits() -> None:
-    meter = PaceMeter(remeasure=True, clock=HandClock())
+    clock = HandClock()
+    meter = PaceMeter(remeasure=True, clock=clock)
     assert meter.add(DecoderCost(pace=0.136)) == DecoderCost(pace=0.136)
     windows = _affine(0.1, 0.048, [40, 120, 240, 60, 160, 480, 356, 364])
     refits = [meter.observe(n, t) for n, t in windows]
     assert refits == [False] * (FIT_LEAST - 1) + [True]  # refitted every FIT_LEAST windows
     assert meter.current.overhead == pytest.approx(0.1) and meter.current.pace == pytest.approx(0.048)
+    assert meter.add(DecoderCost(pace=0.3)).overhead == pytest.approx(0.1)  # an idle figure: the fit stands
+    clock.now += 10 * PACE_INTERVAL_S
+    assert not meter.due()  # every window decoded measures a fitted cost: no idle decoding for it
     pinned = PaceMeter(remeasure=False, clock=HandClock())  # KOKORO_DECODER_PACE set
     pinned.add(DecoderCost(pace=0.2))
     assert not any(pinned.observe(n, t) for n, t in windows)

@@ -77,9 +77,11 @@ async def ping(request: Request) -> JSONResponse:
         # transport's write buffer): bounded by outbox.HELD_BYTES_MAX (tests/kokoro/test_hardening_faults.py)
         "held_bytes_max": max((session.held_bytes() for session in list(state.live)), default=0),
         "tasks": len(asyncio.all_tasks()),  # asyncio tasks alive in the server: a leak shows here
-        # the decoder pace windows are sized to (measured at warm-up, or KOKORO_DECODER_PACE); null
-        # when decoding in one shot: benchmarks pin it so that servers they compare cut alike
+        # the decoder cost windows are sized to (pace.DecoderCost: measured at warm-up, then fitted to
+        # the windows decoded; or KOKORO_DECODER_PACE); null when decoding in one shot: benchmarks pin
+        # the pace so that servers they compare cut alike (a pinned pace is never fitted)
         "decoder_pace": None if synth.plan is None else synth.plan.pace,
+        "decoder_overhead_s": None if synth.plan is None else synth.plan.overhead,
     })
 
 

@@ -115,7 +115,9 @@ class PaceMeter:
         return True
 
     def due(self) -> bool:
-        return self.remeasure and self._clock() - self._last >= PACE_INTERVAL_S
+        """Whether an idle re-measurement is due: never once a cost is fitted (every window decoded
+        measures it then, and an idle decoding would only hold up the next job)."""
+        return self.remeasure and self._fitted is None and self._clock() - self._last >= PACE_INTERVAL_S
 
     def add(self, figure: DecoderCost) -> DecoderCost:
         """Record a measured cost (a pace, or a cost set from outside); return the cost to cut

@@ -240,9 +240,10 @@ class Synthesizer:
                             pack=self.voice_book.pack(self.default_voice), runs=runs)
 
     def keep_up(self, cost: DecoderCost, *, remeasure: bool = False) -> None:
-        """Size windows so the decoder at ``pace`` keeps ahead of the listener (WindowPlan.pace);
-        before serving: jobs read the plan. ``remeasure``: ``pace`` was measured, and is measured
-        again when the engine goes idle (PaceMeter), so one busy warm-up does not size every window."""
+        """Size windows so the decoder at ``cost`` keeps ahead of the listener (WindowPlan.pace and
+        overhead); before serving: jobs read the plan. ``remeasure``: the pace was measured, and is
+        measured again when the engine goes idle, then fitted to the windows decoded (PaceMeter), so
+        one busy warm-up does not size every window."""
         self.pace = PaceMeter(remeasure=remeasure and cost.pace > 0)
         self._follow(self.pace.add(cost))
 

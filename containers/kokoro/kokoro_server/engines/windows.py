@@ -97,9 +97,9 @@ class WindowPlan:
 
     overhead: float = 0.0
     """Seconds one decoder call costs whatever its frames (pace.DecoderCost): a window of ``n``
-    decoded frames takes ``overhead + n * FRAME_S * pace`` (:meth:`decode_s`). On the tiny CPU model a
-    call costs ~65 ms plus 1.3 ms per frame, so one pace measured on a short sentence (~3.4 ms a
-    frame) made long windows look 2x dearer than they are (docs/throughput.md). 0: cost is linear."""
+    decoded frames takes ``overhead + n * FRAME_S * pace`` (:meth:`decode_s`). On the tiny CPU model
+    (bench/results/profile-torch.json) a call cost 0.18 s plus 1.2 ms a frame, and the warm-up pace
+    alone (3.1 ms a frame) priced a 480-frame window at 1.5 s against 0.79 s measured. 0: linear."""
 
     def __post_init__(self) -> None:
         if not self.pace >= 0:
@@ -218,9 +218,9 @@ def keeps_up(windows: list[Window], plan: WindowPlan) -> bool:
 
 FIRST_TRADE = 2.0
 """A speech's first window takes up to ``first`` frames more where that saves this many times the
-decoding it adds before first audio: one window fewer (its call's fixed cost and context; with a
-fitted cost on the tiny CPU model, 20 frames more in a 320-frame sentence's first window cost
-~25 ms before first audio and saved one window, ~0.15 s)."""
+decoding it adds before first audio: one window fewer, so one call's fixed cost and its context
+frames less (at 0.1 s a call and pace 0.048, a 475-frame sentence is cut 38 + 437 instead of
+20 + 168 + 287: 22 ms more before first audio for 0.15 s less decoding; tests/kokoro/test_windows.py)."""
 
 
 def _paced_first(frames: int, plan: WindowPlan) -> int:
