@@ -10,10 +10,12 @@ RATIOS = {
     "total_over_loop_sentence": "paragraph total time, ours / `loop_sentence`",
     "total_over_loop_chunk": "paragraph total time, ours / `loop_chunk`",
     "total_over_sentence_jobs": "paragraph total time, ours / ours with one job per sentence",
+    "total_over_linear_pace": "paragraph total time, ours / ours with windows cut by the warm-up pace alone",
     "cpu_per_audio_over_loop_sentence": "CPU s per audio s, ours / `loop_sentence`",
     "cpu_per_audio_over_loop_chunk": "CPU s per audio s, ours / `loop_chunk`",
     "concurrent_wall_over_loop_sentence_x4": "4 paragraphs at once, wall / `loop_sentence` x 4",
     "concurrent_wall_over_sentence_jobs": "4 paragraphs at once, wall / ours with one job per sentence",
+    "concurrent_wall_over_linear_pace": "4 paragraphs at once, wall / ours with the warm-up pace alone",
     "first_over_loop_sentence": "paragraph first byte, ours / `loop_sentence`",
     "first_over_loop_chunk": "paragraph first byte, ours / `loop_chunk`",
     "second_caller_first_over_loop": "a second caller's first byte, ours / `loop_chunk`",
@@ -39,23 +41,32 @@ def _met(target: Results) -> str:
     return "met" if target["met"] else "**not met**"
 
 
+def _fitted(record: Results) -> str:
+    cost = record.get("decoder_cost")
+    if not cost:
+        return ""
+    return f" (fitted: {num(1000 * cost['overhead_s'])} ms a call and {num(cost['pace'])} per audio second)"
+
+
 def engine_vs_loop(record: Results) -> list[str]:
     """Medians of our engine path and the two loops, then each ratio against its bound."""
     rows, para = record["rows"], record["rows"]["paragraph"]
-    sides = ("ours", "ours_sentence_jobs", "loop_sentence", "loop_chunk")
-    lines = ["| median | ours | ours, one job per sentence | `loop_sentence` | `loop_chunk` |", "|---|---|---|---|---|"]
+    sides = ("ours", "ours_sentence_jobs", "ours_linear_pace", "loop_sentence", "loop_chunk")
+    lines = ["| median | ours | ours, one job per sentence | ours, warm-up pace alone | `loop_sentence` "
+             "| `loop_chunk` |", "|---|---|---|---|---|---|"]
     for key, label in (("first_s", "paragraph first byte s"), ("total_s", "paragraph total s"),
                        ("cpu_per_audio_s", "CPU s per audio s"), ("audio_s", "audio s")):
         lines.append(f"| {label} | " + " | ".join(num(para.get(side, {}).get(key)) for side in sides) + " |")
     both = rows["concurrent"]
     lines.append(f"| {both['callers']} paragraphs at once: wall s (loops: {both['callers']}x one) | "
                  f"{num(both['ours_wall_s'])} | {num(both.get('ours_sentence_jobs_wall_s'))} | "
+                 f"{num(both.get('ours_linear_pace_wall_s'))} | "
                  f"{num(both['loop_sentence_x4_s'])} | {num(both['loop_chunk_x4_s'])} |")
     second, short = rows["second_caller"], rows["short"]
-    lines.append(f"| second caller {second['after_s']} s in: its first byte s | {num(second['ours_first_s'])} | | "
+    lines.append(f"| second caller {second['after_s']} s in: its first byte s | {num(second['ours_first_s'])} | | | "
                  f"| {num(second['loop_chunk_first_s'])} |")
     lines.append(f"| short sentence alone: first byte s | {num(short['ours_first_s'])} "
-                 f"(one-shot: {num(short['ours_one_shot_first_s'])}) | | {num(short['loop_first_s'])} | |")
+                 f"(one-shot: {num(short['ours_one_shot_first_s'])}) | | | {num(short['loop_first_s'])} | |")
     lines += ["", "| ratio | measured | at most | |", "|---|---|---|---|"]
     for target in record["targets"]:
         bound = "" if target["at_most"] is None else num(target["at_most"])
@@ -65,6 +76,6 @@ def engine_vs_loop(record: Results) -> list[str]:
     stolen = "not recorded" if "steal_share" not in record else f"{100 * record['steal_share']:.1f} %"
     lines += ["", f"`{record['command']}`: {record['engine']} engine, loop = {record['loop']}, voice "
               f"`{record['voice']}`, {record['sentences']} sentences, {record['rounds']} round(s) interleaved, "
-              f"decoder pace at start {num(record['decoder_pace'])}, {record['cpus']} CPUs, load average after "
-              f"{load}, CPU time stolen by the hypervisor {stolen}, {num(record['seconds'], 's')}."]
+              f"decoder pace at warm-up {num(record['decoder_pace'])}{_fitted(record)}, {record['cpus']} CPUs, "
+              f"load average after {load}, CPU time stolen by the hypervisor {stolen}, {num(record['seconds'], 's')}."]
     return lines

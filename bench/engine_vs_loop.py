@@ -5,12 +5,14 @@
 Sides, over the agent answer's first eight sentences as one paragraph (bench/throughput.py):
 
 * ``ours``: the server's Speech (G2P in its own thread ahead of the model, deadline scheduler,
-  windowed decoding cut at the decoder pace measured once as at warm-up, sentences joined once
-  the listener is ahead) from the first job to the last audio; also four paragraphs at once, a
-  second caller (a short sentence 0.3 s into a paragraph) and the short sentence alone, windowed
-  and one-shot (bench/variants.py's one_shot); ``ours_sentence_jobs``: the paragraph alone and
-  four at once with one model job per sentence (bench/variants.py's sentence_jobs), what joining
-  sentences gains;
+  windowed decoding cut at the decoder cost the server fits to the windows it decodes (here fitted
+  once at the start, to four paragraphs at once), sentences joined once the listener is ahead)
+  from the first job to the last audio; also four paragraphs at once, a second caller (a short
+  sentence 0.3 s into a paragraph) and the short sentence alone, windowed and one-shot
+  (bench/variants.py's one_shot); ``ours_sentence_jobs``: the paragraph alone and four at once
+  with one model job per sentence (bench/variants.py's sentence_jobs), what joining sentences
+  gains; ``ours_linear_pace``: the paragraph alone and four at once with windows cut by the
+  warm-up pace alone, what fitting the decoder's cost per call gains (pace.PaceMeter);
 * ``loop_sentence``: sentence after sentence, G2P then the model in one shot (kokoro's own
   ``KPipeline`` and ``KModel`` on a torch model directory; our Phonemizer and the engine's one-shot
   decoding on an onnx one); ``loop_chunk``: the paragraph phonemized whole first, then the model
@@ -42,6 +44,9 @@ SHORT = "Start with where the router sits."  # 6 words (bench/design.py's)
 SECOND_CALLER_AFTER_S = 0.3
 CONCURRENT = 4
 SENTENCE_JOBS = ("sentence_jobs",)
+LINEAR = "linear"  # ours with the warm-up pace alone (no fitted cost per call)
+# ours with one part of the engine as it was before it, in the same run: what each part gains
+ATTRIBUTED = ("sentence_jobs", "linear_pace")
 
 
 class Run:
@@ -80,6 +85,7 @@ class Sides:
         self.phonemizer.phonemize("Warm up.", voice=self.voice)
         self.pace = warm_up_pace(self.engine, self.phonemizer, voice=self.voice, pack=self.model.voices[self.voice])
         self.pipeline = self._kpipeline() if self.engine.name == "torch" else None
+        self.cost = self._learned_cost()
 
     def _kpipeline(self) -> Any:
         import torch
@@ -127,15 +133,26 @@ class Sides:
 
     # ---- ours -------------------------------------------------------------------------------------
 
+    def _learned_cost(self) -> Any:
+        """The decoder cost a server fits to the windows it decodes (pace.PaceMeter), starting from
+        the warm-up pace: fitted here to four paragraphs at once, as a server that has served a while."""
+        texts = [self.text] * CONCURRENT
+        return asyncio.run(self._ours(texts, [0.0] * CONCURRENT, (), cost=LINEAR, learn=True))["cost"]
+
     def ours(
         self, texts: list[str], *, starts: list[float] | None = None, variants: tuple[str, ...] = (),
+        cost: str = "fitted",
     ) -> dict[str, Any]:
         """Speak each of ``texts`` as its own owner, started ``starts`` seconds in; each owner's
         first audio from its own start, and the wall time to the last audio of all.
-        ``variants``: bench/variants.py's decoding variants to speak with instead of the server's."""
-        return asyncio.run(self._ours(texts, starts or [0.0] * len(texts), variants))
+        ``variants``: bench/variants.py's decoding variants to speak with instead of the server's.
+        ``cost``: windows cut by the fitted cost (``self.cost``), or LINEAR: the warm-up pace alone."""
+        return asyncio.run(self._ours(texts, starts or [0.0] * len(texts), variants, cost=cost))
 
-    async def _ours(self, texts: list[str], starts: list[float], variants: tuple[str, ...]) -> dict[str, Any]:
+    async def _ours(
+        self, texts: list[str], starts: list[float], variants: tuple[str, ...], *, cost: str, learn: bool = False,
+    ) -> dict[str, Any]:
+        from kokoro_server.pace import DecoderCost
         from kokoro_server.scheduler import Scheduler
         from voicestream.chunker import iter_sentences
 
@@ -146,7 +163,7 @@ class Sides:
         synth = synthesizer_class(variants)(
             engine=self.engine, voices=self.model.voices, scheduler=scheduler, default_voice=self.voice)
         synth.phonemizer.phonemize("Warm up.", voice=self.voice)
-        synth.keep_up(self.pace)  # measured once, as at the server's warm-up
+        synth.keep_up(DecoderCost(pace=self.pace) if cost == LINEAR else self.cost, remeasure=learn)
 
         async def speak(owner: int, text: str, start: float) -> dict[str, float]:
             await asyncio.sleep(start)
@@ -162,10 +179,10 @@ class Sides:
         finally:
             await scheduler.stop()
             synth.close()
-        return {"callers": found, **total}
+        return {"callers": found, **total, **({"cost": synth.pace.current} if learn else {})}
 
-    def ours_paragraph(self, variants: tuple[str, ...] = ()) -> dict[str, float]:
-        result = self.ours([self.text], variants=variants)
+    def ours_paragraph(self, variants: tuple[str, ...] = (), cost: str = "fitted") -> dict[str, float]:
+        result = self.ours([self.text], variants=variants, cost=cost)
         return {**result["callers"][0], "cpu_s": result["cpu_s"]}
 
 
@@ -178,10 +195,12 @@ def measure(sides: Sides, rounds: int, log: Callable[[str], None]) -> dict[str, 
     cases: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("ours", sides.ours_paragraph),
         ("ours_sentence_jobs", lambda: sides.ours_paragraph(SENTENCE_JOBS)),
+        ("ours_linear_pace", lambda: sides.ours_paragraph(cost=LINEAR)),
         ("loop_sentence", sides.loop_sentence),
         ("loop_chunk", sides.loop_chunk),
         ("ours_concurrent", lambda: sides.ours([sides.text] * CONCURRENT)),
         ("ours_concurrent_sentence_jobs", lambda: sides.ours([sides.text] * CONCURRENT, variants=SENTENCE_JOBS)),
+        ("ours_concurrent_linear_pace", lambda: sides.ours([sides.text] * CONCURRENT, cost=LINEAR)),
         ("ours_second_caller", lambda: sides.ours([sides.text, SHORT], starts=[0.0, SECOND_CALLER_AFTER_S])),
         ("ours_short", lambda: sides.ours([SHORT])["callers"][0]),
         ("ours_short_one_shot", lambda: sides.ours([SHORT], variants=("one_shot",))["callers"][0]),
@@ -205,16 +224,19 @@ def _rounded(found: dict[str, Any]) -> dict[str, Any]:
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
-    """Medians per side, and the target ratios on them (docs/throughput.md)."""
+    """Medians per side (the rows), and each target ratio as the median of its rounds' ratios: the
+    sides of one round ran minutes apart, so a host that drifts from round to round (stolen CPU
+    time) moves both sides of a round's ratio alike, where a ratio of medians can pair a fast
+    round's figure with a slow one's (docs/throughput.md)."""
     def med(name: str, key: str) -> float:
         return _median([r[key] for r in runs[name]])
 
     paragraph_rows = {name: {"first_s": med(name, "first_s"), "total_s": med(name, "total_s"),
                              "cpu_per_audio_s": _median([r["cpu_s"] / r["audio_s"] for r in runs[name]]),
                              "audio_s": med(name, "audio_s")}
-                      for name in ("ours", "ours_sentence_jobs", "loop_sentence", "loop_chunk")}
+                      for name in ("ours", *(f"ours_{side}" for side in ATTRIBUTED), "loop_sentence", "loop_chunk")}
     concurrent_wall = med("ours_concurrent", "total_s")
-    concurrent_sentence_jobs_wall = med("ours_concurrent_sentence_jobs", "total_s")
+    attributed_wall = {side: med(f"ours_concurrent_{side}", "total_s") for side in ATTRIBUTED}
     concurrent_first_p50 = _median([statistics.median(c["first_s"] for c in r["callers"])
                                     for r in runs["ours_concurrent"]])
     loop_total = paragraph_rows["loop_sentence"]["total_s"]
@@ -222,39 +244,56 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     second_ours = _median([r["callers"][1]["first_s"] for r in runs["ours_second_caller"]])
     # a loop serves one caller at a time: the second waits for the paragraph, then its own first audio
     second_loop = round(chunk_total - SECOND_CALLER_AFTER_S + med("loop_short", "first_s"), 4)
-    ours = paragraph_rows["ours"]
     short = {"ours_first_s": med("ours_short", "first_s"),
              "ours_one_shot_first_s": med("ours_short_one_shot", "first_s"),
              "loop_first_s": med("loop_short", "first_s")}
     rows: dict[str, Any] = {
         "paragraph": paragraph_rows,
         "concurrent": {"callers": CONCURRENT, "ours_wall_s": concurrent_wall, "ours_first_p50_s": concurrent_first_p50,
-                       "ours_sentence_jobs_wall_s": concurrent_sentence_jobs_wall,
+                       **{f"ours_{side}_wall_s": wall for side, wall in attributed_wall.items()},
                        "loop_sentence_x4_s": round(CONCURRENT * loop_total, 4),
                        "loop_chunk_x4_s": round(CONCURRENT * chunk_total, 4)},
         "second_caller": {"after_s": SECOND_CALLER_AFTER_S, "ours_first_s": second_ours,
                           "loop_chunk_first_s": second_loop},
         "short": {"text": SHORT, **short},
     }
+    def total(name: str) -> Callable[[int], float]:
+        return lambda i: float(runs[name][i]["total_s"])
+
+    def first(name: str) -> Callable[[int], float]:
+        return lambda i: float(runs[name][i]["first_s"])
+
+    def cpu_per_audio(name: str) -> Callable[[int], float]:
+        return lambda i: float(runs[name][i]["cpu_s"] / runs[name][i]["audio_s"])
+
+    def second_caller_loop(i: int) -> float:
+        return total("loop_chunk")(i) - SECOND_CALLER_AFTER_S + first("loop_short")(i)
+
     ratios = {
-        "total_over_loop_sentence": ours["total_s"] / loop_total,
-        "total_over_loop_chunk": ours["total_s"] / chunk_total,
-        "total_over_sentence_jobs": ours["total_s"] / paragraph_rows["ours_sentence_jobs"]["total_s"],
-        "cpu_per_audio_over_loop_sentence":
-            ours["cpu_per_audio_s"] / paragraph_rows["loop_sentence"]["cpu_per_audio_s"],
-        "cpu_per_audio_over_loop_chunk": ours["cpu_per_audio_s"] / paragraph_rows["loop_chunk"]["cpu_per_audio_s"],
-        "concurrent_wall_over_loop_sentence_x4": concurrent_wall / (CONCURRENT * loop_total),
-        "concurrent_wall_over_sentence_jobs": concurrent_wall / concurrent_sentence_jobs_wall,
-        "first_over_loop_sentence": ours["first_s"] / paragraph_rows["loop_sentence"]["first_s"],
-        "first_over_loop_chunk": ours["first_s"] / paragraph_rows["loop_chunk"]["first_s"],
-        "second_caller_first_over_loop": second_ours / second_loop,
-        "short_first_over_one_shot": short["ours_first_s"] / short["ours_one_shot_first_s"],
+        "total_over_loop_sentence": (total("ours"), total("loop_sentence")),
+        "total_over_loop_chunk": (total("ours"), total("loop_chunk")),
+        **{f"total_over_{side}": (total("ours"), total(f"ours_{side}")) for side in ATTRIBUTED},
+        "cpu_per_audio_over_loop_sentence": (cpu_per_audio("ours"), cpu_per_audio("loop_sentence")),
+        "cpu_per_audio_over_loop_chunk": (cpu_per_audio("ours"), cpu_per_audio("loop_chunk")),
+        "concurrent_wall_over_loop_sentence_x4":
+            (total("ours_concurrent"), lambda i: CONCURRENT * total("loop_sentence")(i)),
+        **{f"concurrent_wall_over_{side}": (total("ours_concurrent"), total(f"ours_concurrent_{side}"))
+           for side in ATTRIBUTED},
+        "first_over_loop_sentence": (first("ours"), first("loop_sentence")),
+        "first_over_loop_chunk": (first("ours"), first("loop_chunk")),
+        "second_caller_first_over_loop":
+            (lambda i: float(runs["ours_second_caller"][i]["callers"][1]["first_s"]), second_caller_loop),
+        "short_first_over_one_shot": (first("ours_short"), first("ours_short_one_shot")),
     }
+    rounds = min(len(found) for found in runs.values())
     limits = {"total_over_loop_sentence": 1.0, "cpu_per_audio_over_loop_sentence": 1.05,
               "concurrent_wall_over_loop_sentence_x4": 1.1, "first_over_loop_sentence": 1.0,
               "first_over_loop_chunk": 0.5, "second_caller_first_over_loop": 0.3, "short_first_over_one_shot": 1.0}
-    targets = [{"ratio": name, "value": round(value, 3), "at_most": limits.get(name),
-                "met": None if name not in limits else value <= limits[name]} for name, value in ratios.items()]
+    targets = []
+    for name, (top, bottom) in ratios.items():  # paired: both sides from the same round, minutes apart
+        value = statistics.median(top(i) / bottom(i) for i in range(rounds))
+        targets.append({"ratio": name, "value": round(value, 3), "at_most": limits.get(name),
+                        "met": None if name not in limits else value <= limits[name]})
     return {"rows": rows, "targets": targets}
 
 
@@ -295,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         "engine": sides.engine.name, "device": sides.engine.device, "voice": sides.voice,
         "loop": "kokoro KPipeline + KModel" if sides.pipeline is not None else "Phonemizer + one-shot engine",
         "sentences": 8, "chars": len(sides.text), "rounds": args.rounds, "decoder_pace": round(sides.pace, 4),
+        "decoder_cost": {"pace": round(sides.cost.pace, 4), "overhead_s": round(sides.cost.overhead, 4)},
         "cpus": os.cpu_count(), "load_average_after": [round(x, 2) for x in load],
         "steal_share": steal_share(stolen, cpu_ticks()),
         "seconds": round(time.perf_counter() - began, 1),

@@ -13,7 +13,10 @@ The agent answer's first eight sentences (bench/throughput.py), medians of ``--r
   measured as at warm-up): its windows, frames decoded against frames heard (context decoded
   twice), model time, the worker's idle time between jobs and the time from a job's end to the
   next job's start (scheduler hops), and the same windows as planned without joining the rest;
-* ``encode_s``: encoding the paragraph's audio to mp3 and to pcm in 100 ms chunks (StreamEncoder).
+* ``encode_s``: encoding the paragraph's audio to mp3 and to pcm in 100 ms chunks (StreamEncoder);
+* ``decode_by_frames``: one decoder call over the paragraph's first chunk cut to 20, 40, ... frames
+  (seconds, alone), and ``decode_cost`` the cost pace.fit_cost fits to them: what a call costs
+  whatever its frames, and per frame (WindowPlan.overhead and pace).
 """
 
 from __future__ import annotations
@@ -123,7 +126,7 @@ async def _speech(sides: Sides) -> dict[str, Any]:
     synth = Synthesizer(engine=Counting(sides.engine), voices=sides.model.voices, scheduler=scheduler,
                         default_voice=sides.voice)
     synth.phonemizer.phonemize("Warm up.", voice=sides.voice)
-    synth.keep_up(sides.pace)
+    synth.keep_up(sides.cost)  # the cost a server that has served a while fits (engine_vs_loop.Sides)
     windows: list[dict[str, Any]] = []
     planned_frames = 0
     try:
@@ -148,6 +151,23 @@ async def _speech(sides: Sides) -> dict[str, Any]:
             "frames_heard": heard_frames, "frames_decoded": sum(decoded), "frames_planned_without_join": planned_frames,
             "between_jobs_s": sum(hops), "between_jobs_median_ms": 1000 * statistics.median(hops) if hops else 0.0,
             "window_model_s": [round(w["model_s"], 4) for w in windows]}
+
+
+WINDOW_SIZES = (20, 40, 80, 120, 160, 240, 320, 480)  # pace.FIT_LEAST sizes at least
+
+
+def decode_by_frames(sides: Sides) -> dict[str, Any]:
+    """One decoder call over the first ``n`` frames of the paragraph as one chunk, per n (seconds)."""
+    from kokoro_server.engines import MAX_PHONEMES
+    from kokoro_server.model_dir import style_for
+    from kokoro_server.pace import fit_cost
+
+    phonemes = sides.phonemizer.phonemize(sides.text, voice=sides.voice)[0][:MAX_PHONEMES]
+    decoding = sides.engine.begin(phonemes, style_for(sides.model.voices[sides.voice], phonemes), 1.0, plan=None)
+    seconds = {n: _timed(partial(decoding.decode, 0, n))[0] for n in WINDOW_SIZES if n <= decoding.frames}
+    cost = fit_cost(list(seconds.items()))
+    return {"decode_by_frames": {str(n): t for n, t in seconds.items()},
+            "decode_cost": {"overhead_s": cost.overhead, "pace": cost.pace} if cost else {}}
 
 
 def encode_costs(seconds: float) -> dict[str, float]:
@@ -178,7 +198,7 @@ def profile(sides: Sides) -> dict[str, Any]:
     per_frame_s = total["one_shot_decode_s"] / frames
     return {"g2p_s": costs["g2p_s"], **total, "frames": frames, "chunks": len(chunks),
             "decode_per_frame_ms": 1000 * per_frame_s, "speech": speech,
-            **encode_costs(speech["audio_s"]), "per_chunk": chunks}
+            **encode_costs(speech["audio_s"]), **decode_by_frames(sides), "per_chunk": chunks}
 
 
 def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:

@@ -51,6 +51,7 @@ def paragraph(sentences: int) -> str:
 
 async def ours(engine: Engine, voices: dict[str, np.ndarray], voice: str, text: str, *, windowed: bool, pace: float,
                per_chunk: bool = False) -> tuple[float, float]:
+    from kokoro_server.pace import DecoderCost
     from kokoro_server.scheduler import Scheduler
     from voicestream.chunker import iter_sentences
 
@@ -61,7 +62,7 @@ async def ours(engine: Engine, voices: dict[str, np.ndarray], voice: str, text: 
     variants = ("windowed_per_chunk",) if per_chunk else () if windowed else ("one_shot",)
     synth = synthesizer_class(variants)(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice)
     synth.phonemizer.phonemize("Warm up.", voice=voice)
-    synth.keep_up(pace)  # as the server sizes windows by default (KOKORO_DECODER_PACE=measure)
+    synth.keep_up(DecoderCost(pace=pace))  # as the server sizes windows from warm-up (KOKORO_DECODER_PACE=measure)
     try:
         began = time.perf_counter()
         speech = synth.speech(owner="bench", pieces=iter_sentences(text), voice=voice, speed=1.0)
