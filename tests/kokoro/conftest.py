@@ -20,9 +20,16 @@ def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_model(tmp_path_factory.mktemp("tiny-model"))
 
 
+SHARED_PACE = "0.15"
+
+
 @pytest.fixture(scope="session")
 def server(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running = start_server(tiny_model, tmp_path_factory.mktemp("server") / "server.log")
+    """The suite's shared server. Its pace is pinned (about what warm-up measures here), so it never
+    refits its decoder cost mid-suite: tests compare two requests' audio byte for byte, and a refit
+    between them would cut their windows differently (measuring and fitting: test_main, test_pace)."""
+    running = start_server(tiny_model, tmp_path_factory.mktemp("server") / "server.log",
+                           env={"KOKORO_DECODER_PACE": SHARED_PACE})
     yield running
     running.stop()
 

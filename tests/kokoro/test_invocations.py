@@ -48,8 +48,9 @@ def test_pcm_is_the_default_and_matches_the_sse_audio(server) -> None:
     events = sse_events(sse.text)
     names = [name for name, _ in events]
     assert names[0] == "start" and names[-1] == "end" and set(names[1:-1]) == {"audio"}
-    # one audio event per sentence at least: the first left before the last was made
-    assert len(names) - 2 >= 3
+    # more than one audio event: the first left before the last was made (sentences after the first
+    # may join into one model job once the listener is ahead: speech.py)
+    assert len(names) - 2 >= 2
     audio = b"".join(base64.b64decode(data["audio"]) for name, data in events if name == "audio")
     assert audio == raw.content  # the tiny model is deterministic
     end = events[-1][1]
