@@ -36,15 +36,17 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .throughput import VOICE_PREFERENCE, paragraph
+
+if TYPE_CHECKING:
+    from kokoro_server.pace import DecoderCost
 
 SHORT = "Start with where the router sits."  # 6 words (bench/design.py's)
 SECOND_CALLER_AFTER_S = 0.3
 CONCURRENT = 4
 SENTENCE_JOBS = ("sentence_jobs",)
-LINEAR = "linear"  # ours with the warm-up pace alone (no fitted cost per call)
 # ours with one part of the engine as it was before it, in the same run: what each part gains
 ATTRIBUTED = ("sentence_jobs", "linear_pace")
 
@@ -133,24 +135,26 @@ class Sides:
 
     # ---- ours -------------------------------------------------------------------------------------
 
-    def _learned_cost(self) -> Any:
+    def _learned_cost(self) -> DecoderCost:
         """The decoder cost a server fits to the windows it decodes (pace.PaceMeter), starting from
         the warm-up pace: fitted here to four paragraphs at once, as a server that has served a while."""
         texts = [self.text] * CONCURRENT
-        return asyncio.run(self._ours(texts, [0.0] * CONCURRENT, (), cost=LINEAR, learn=True))["cost"]
+        cost: DecoderCost = asyncio.run(self._ours(texts, [0.0] * CONCURRENT, (), linear_pace=True, learn=True))["cost"]
+        return cost
 
     def ours(
         self, texts: list[str], *, starts: list[float] | None = None, variants: tuple[str, ...] = (),
-        cost: str = "fitted",
+        linear_pace: bool = False,
     ) -> dict[str, Any]:
         """Speak each of ``texts`` as its own owner, started ``starts`` seconds in; each owner's
         first audio from its own start, and the wall time to the last audio of all.
         ``variants``: bench/variants.py's decoding variants to speak with instead of the server's.
-        ``cost``: windows cut by the fitted cost (``self.cost``), or LINEAR: the warm-up pace alone."""
-        return asyncio.run(self._ours(texts, starts or [0.0] * len(texts), variants, cost=cost))
+        ``linear_pace``: windows cut by the warm-up pace alone, not the fitted cost (``self.cost``)."""
+        return asyncio.run(self._ours(texts, starts or [0.0] * len(texts), variants, linear_pace=linear_pace))
 
     async def _ours(
-        self, texts: list[str], starts: list[float], variants: tuple[str, ...], *, cost: str, learn: bool = False,
+        self, texts: list[str], starts: list[float], variants: tuple[str, ...], *, linear_pace: bool,
+        learn: bool = False,
     ) -> dict[str, Any]:
         from kokoro_server.pace import DecoderCost
         from kokoro_server.scheduler import Scheduler
@@ -163,7 +167,7 @@ class Sides:
         synth = synthesizer_class(variants)(
             engine=self.engine, voices=self.model.voices, scheduler=scheduler, default_voice=self.voice)
         synth.phonemizer.phonemize("Warm up.", voice=self.voice)
-        synth.keep_up(DecoderCost(pace=self.pace) if cost == LINEAR else self.cost, remeasure=learn)
+        synth.keep_up(DecoderCost(pace=self.pace) if linear_pace else self.cost, remeasure=learn)
 
         async def speak(owner: int, text: str, start: float) -> dict[str, float]:
             await asyncio.sleep(start)
@@ -181,8 +185,8 @@ class Sides:
             synth.close()
         return {"callers": found, **total, **({"cost": synth.pace.current} if learn else {})}
 
-    def ours_paragraph(self, variants: tuple[str, ...] = (), cost: str = "fitted") -> dict[str, float]:
-        result = self.ours([self.text], variants=variants, cost=cost)
+    def ours_paragraph(self, variants: tuple[str, ...] = (), *, linear_pace: bool = False) -> dict[str, float]:
+        result = self.ours([self.text], variants=variants, linear_pace=linear_pace)
         return {**result["callers"][0], "cpu_s": result["cpu_s"]}
 
 
@@ -195,12 +199,12 @@ def measure(sides: Sides, rounds: int, log: Callable[[str], None]) -> dict[str, 
     cases: list[tuple[str, Callable[[], dict[str, Any]]]] = [
         ("ours", sides.ours_paragraph),
         ("ours_sentence_jobs", lambda: sides.ours_paragraph(SENTENCE_JOBS)),
-        ("ours_linear_pace", lambda: sides.ours_paragraph(cost=LINEAR)),
+        ("ours_linear_pace", lambda: sides.ours_paragraph(linear_pace=True)),
         ("loop_sentence", sides.loop_sentence),
         ("loop_chunk", sides.loop_chunk),
         ("ours_concurrent", lambda: sides.ours([sides.text] * CONCURRENT)),
         ("ours_concurrent_sentence_jobs", lambda: sides.ours([sides.text] * CONCURRENT, variants=SENTENCE_JOBS)),
-        ("ours_concurrent_linear_pace", lambda: sides.ours([sides.text] * CONCURRENT, cost=LINEAR)),
+        ("ours_concurrent_linear_pace", lambda: sides.ours([sides.text] * CONCURRENT, linear_pace=True)),
         ("ours_second_caller", lambda: sides.ours([sides.text, SHORT], starts=[0.0, SECOND_CALLER_AFTER_S])),
         ("ours_short", lambda: sides.ours([SHORT])["callers"][0]),
         ("ours_short_one_shot", lambda: sides.ours([SHORT], variants=("one_shot",))["callers"][0]),
@@ -223,6 +227,12 @@ def _rounded(found: dict[str, Any]) -> dict[str, Any]:
     return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in found.items() if k != "callers"}
 
 
+def loop_second_caller_first(paragraph_s: float, short_first_s: float) -> float:
+    """A loop serves one caller at a time: one arriving SECOND_CALLER_AFTER_S into a paragraph
+    waits for the paragraph's end, then for its own first audio."""
+    return paragraph_s - SECOND_CALLER_AFTER_S + short_first_s
+
+
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Medians per side (the rows), and each target ratio as the median of its rounds' ratios: the
     sides of one round ran minutes apart, so a host that drifts from round to round (stolen CPU
@@ -242,8 +252,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     loop_total = paragraph_rows["loop_sentence"]["total_s"]
     chunk_total = paragraph_rows["loop_chunk"]["total_s"]
     second_ours = _median([r["callers"][1]["first_s"] for r in runs["ours_second_caller"]])
-    # a loop serves one caller at a time: the second waits for the paragraph, then its own first audio
-    second_loop = round(chunk_total - SECOND_CALLER_AFTER_S + med("loop_short", "first_s"), 4)
+    second_loop = round(loop_second_caller_first(chunk_total, med("loop_short", "first_s")), 4)
     short = {"ours_first_s": med("ours_short", "first_s"),
              "ours_one_shot_first_s": med("ours_short_one_shot", "first_s"),
              "loop_first_s": med("loop_short", "first_s")}
@@ -267,7 +276,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         return lambda i: float(runs[name][i]["cpu_s"] / runs[name][i]["audio_s"])
 
     def second_caller_loop(i: int) -> float:
-        return total("loop_chunk")(i) - SECOND_CALLER_AFTER_S + first("loop_short")(i)
+        return loop_second_caller_first(total("loop_chunk")(i), first("loop_short")(i))
 
     ratios = {
         "total_over_loop_sentence": (total("ours"), total("loop_sentence")),

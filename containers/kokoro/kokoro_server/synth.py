@@ -132,8 +132,9 @@ class Synthesizer:
                 decoding.follow(frames_before)
             stepped = time.perf_counter()
             audio = decoding.step()
-            spent = time.perf_counter() - started
-            self._observe(decoding, spent - (stepped - started))
+            done = time.perf_counter()
+            spent = done - started
+            self._observe(decoding, done - stepped)
             timings = word_timings(words, phonemes=phonemes, durations=decoding.durations,
                                    samples=decoding.frames * decoding.samples_per_frame, vocab=self.vocab)
             return TimedSynthesis(

@@ -174,11 +174,12 @@ def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int) -> list[i
         done = bounds[-1]
         made = before + done
         cap = min(plan.continued, plan.largest) if done == 0 else plan.largest
-        allowed = max(plan.first, _frames_in_time(queued, plan), int(round(PACED_GROWTH_FLOOR * made)))
+        in_time = _frames_in_time(queued, plan)
+        allowed = max(plan.first, in_time, int(round(PACED_GROWTH_FLOOR * made)))
         if made == 0:
             size = first  # a first window is always allowed
         else:  # growth, or with a pace as much as the listener's queued audio covers
-            paced = _frames_in_time(queued, plan) if plan.pace else 0
+            paced = in_time if plan.pace else 0
             size = min(cap, max(min(max(plan.first, int(round(plan.growth * made))), allowed), paced))
         end = done + size
         if frames - end < plan.first:  # too little left for a window of its own
@@ -237,11 +238,11 @@ def _paced_first(frames: int, plan: WindowPlan) -> int:
             break
     else:
         return most
-    best, best_s = first, _decode_s(windows, plan)
+    best, best_s, first_s = first, _decode_s(windows, plan), plan.decode_s(windows[0].hi - windows[0].lo)
     for more in range(first + 1, min(most, first + plan.first) + 1):
         windows = _windows(_bounds(frames, plan, before=0, first=more), frames, plan)
         spent = _decode_s(windows, plan)
-        added = plan.decode_s(windows[0].hi - windows[0].lo) - plan.decode_s(first + plan.context)
+        added = plan.decode_s(windows[0].hi - windows[0].lo) - first_s
         if best_s - spent >= FIRST_TRADE * added and keeps_up(windows, plan):
             best, best_s = more, spent
     return best
