@@ -56,17 +56,12 @@ FIT_LEAST = 8
 FIT_SPREAD = 2.0
 """Their largest must decode at least this many times the frames of their smallest: a line through
 sizes that barely differ says nothing about a fixed cost per call."""
-FIT_COVERS = 0.9
-"""The share of the fitted windows the cost is scaled to cover: a least-squares line is the average
-window, and half the windows took longer. On a busy host (a browser, the agent and the server on 2
-cores) the slow ones are what runs a listener dry; HEADROOM is the margin beyond these."""
 
 
 def fit_cost(windows: Sequence[tuple[int, float]]) -> DecoderCost | None:
     """Least squares ``seconds = overhead + frames * FRAME_S * pace`` over (decoded frames, seconds)
-    pairs, scaled up until FIT_COVERS of the windows took no longer than it prices them; or None
-    while they are too few or too alike (FIT_LEAST, FIT_SPREAD) or the line is not a cost (a pace of
-    0 or less). A negative overhead is read as none: the pace through the origin."""
+    pairs, or None while they are too few or too alike (FIT_LEAST, FIT_SPREAD) or the line is not
+    a cost (a pace of 0 or less). A negative overhead is read as none: the pace through the origin."""
     if len(windows) < FIT_LEAST:
         return None
     frames = [float(n) for n, _ in windows]
@@ -80,10 +75,8 @@ def fit_cost(windows: Sequence[tuple[int, float]]) -> DecoderCost | None:
         return None
     overhead = mean_t - slope * mean_n
     if overhead < 0:
-        overhead, slope = 0.0, sum(seconds) / sum(frames)
-    over = [t / (overhead + slope * n) for n, t in zip(frames, seconds)]
-    scale = max(1.0, float(np.quantile(over, FIT_COVERS)))
-    return DecoderCost(pace=scale * slope / FRAME_S, overhead=scale * overhead)
+        return DecoderCost(pace=sum(seconds) / (sum(frames) * FRAME_S))
+    return DecoderCost(pace=slope / FRAME_S, overhead=overhead)
 
 
 PACE_INTERVAL_S = 30.0
