@@ -11,7 +11,6 @@ import pytest
 from agent_harness import ANSWER, RunningAgent, serve_agent, stats
 from waiting import wait_until
 
-LEAD_S = 0.08  # app.js: the head start a chunk gets when nothing is queued before it
 UNDERRUNS_PER_TURN = 1
 """Underruns a turn may have. Whether a chunk arrives in time depends on the host as much as on the
 server: on 2 CI cores shared with Chromium and the agent, one turn in a full suite run received a
@@ -26,16 +25,18 @@ def page_agent(tts_url: str) -> Iterator[RunningAgent]:
         yield running
 
 
-def assert_back_to_back(final: dict[str, Any]) -> None:
+def assert_back_to_back(page: Any, final: dict[str, Any]) -> None:
     """Each chunk starts exactly where the audio before it ends, or, when it arrived after that had
-    played out, LEAD_S after it arrived; the page counts those underruns (and shows them)."""
+    played out (app.js LATE_S), LEAD_S after it arrived; the page counts those underruns (and shows
+    them). Both constants are read from the page, so the test holds the page to its own rule."""
+    lead_s, late_s = page.evaluate("[LEAD_S, LATE_S]")
     scheduled = final["scheduled"]
     late = 0
     for before, chunk in zip(scheduled, scheduled[1:]):
         end = before["start"] + before["duration"]
-        if end < chunk["arrived"] + 0.005:
+        if end < chunk["arrived"] + late_s:
             late += 1
-            assert chunk["start"] == pytest.approx(chunk["arrived"] + LEAD_S, abs=1e-6), (before, chunk)
+            assert chunk["start"] == pytest.approx(chunk["arrived"] + lead_s, abs=1e-6), (before, chunk)
         else:
             assert chunk["start"] == pytest.approx(end, abs=1e-6), (before, chunk)
     assert final["underruns"] == late <= UNDERRUNS_PER_TURN, scheduled
@@ -58,7 +59,7 @@ def test_page_streams_text_and_schedules_audio_back_to_back(page_agent: RunningA
         scheduled = final["scheduled"]
         assert len(scheduled) == final["chunks"] > 1
         assert all(s["duration"] > 0 for s in scheduled)
-        assert_back_to_back(final)
+        assert_back_to_back(page, final)
         metrics = page.inner_text("#metrics")
         assert "time to first audio" in metrics and "bidi" in metrics and f"underruns: {final['underruns']}" in metrics
     finally:
@@ -87,7 +88,7 @@ def test_page_interrupt_stops_scheduling(page_agent: RunningAgent, browser: Any)
         page.wait_for_function("() => window.__voiceStats.events.includes('end')", timeout=60_000)
         again = stats(page)
         assert again["text"] == ANSWER and len(again["scheduled"]) > 0
-        assert_back_to_back(again)
+        assert_back_to_back(page, again)
     finally:
         page.close()
 

@@ -9,6 +9,7 @@
 
 let sampleRate = 24000; // pcm s16le mono; the `ready` event says the agent's actual rate
 const LEAD_S = 0.08; // head start for the first chunk (and after an underrun): absorbs network jitter
+const LATE_S = 0.005; // a chunk due to start sooner than this from now has arrived too late: an underrun
 
 const stats = {
   scheduled: [],        // [{start, duration, clock, arrived}] of the current turn, in AudioContext seconds
@@ -59,7 +60,7 @@ function schedule(buffer) {
   const channel = audio.getChannelData(0);
   for (let i = 0; i < pcm.length; i++) channel[i] = pcm[i] / 32768;
   const arrived = ac.currentTime;
-  if (nextStartTime < arrived + 0.005) {
+  if (nextStartTime < arrived + LATE_S) {
     if (stats.scheduled.length > 0) stats.underruns++;
     nextStartTime = arrived + LEAD_S;
   }
