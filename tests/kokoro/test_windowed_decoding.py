@@ -19,7 +19,9 @@ import real_audio as ra
 from bench.audio_metrics import jumps, largest_jump_near, log_mel_distance
 from bench.variants import PerChunkSynthesizer
 from kokoro_server.engines import WindowPlan, load_engine
+from kokoro_server.engines.windows import plan_windows
 from kokoro_server.model_dir import open_model_dir, style_for
+from kokoro_server.pace import DecoderCost
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 
@@ -28,6 +30,7 @@ pytestmark = pytest.mark.kokoro
 LONG = ("Routers work best in the open, up high and near the middle of your home, because walls, "
         "mirrors and fish tanks all soak up the signal before it ever reaches the rooms where you need it most.")
 SHORT = "Start with where the router sits."
+NEXT = "Streaming speech means the first sentence plays while the rest is still being written."
 VOICE = "jf_alpha"
 
 
@@ -360,6 +363,38 @@ def test_an_utterance_spoken_while_earlier_audio_plays_is_one_window_and_starts_
         assert len(windows) == len(fresh_windows)
         for got, want in zip(windows, fresh_windows):
             np.testing.assert_array_equal(got, want)
+
+
+def test_an_utterance_spoken_while_earlier_audio_plays_plans_from_what_its_listener_still_has_to_hear() -> None:
+    """The CPU demo's stutter at its first sentence boundary: the next utterance's windows come
+    from the audio its listener has queued when its job starts (here 2.3 s: the clock moved on),
+    not from the ``carry`` frames it plans from, as if none of those were heard yet: a smaller
+    first window, which that queue covers."""
+    (phonemes,) = ra.phonemizer().phonemize(NEXT, voice=VOICE)
+    frames = ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0, plan=None).frames
+    pace, queued_s = 0.66, 2.3
+    now = [0.0]
+
+    async def scenario() -> list[int]:
+        scheduler = Scheduler(workers=1, clock=lambda: now[0])
+        await scheduler.start()
+        synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
+        synth.keep_up(DecoderCost(pace=pace))
+        first = synth.speech(owner="session", pieces=[LONG], voice=VOICE, speed=1.0)
+        made = sum([len(c.synthesis.audio) async for c in first]) / 24000
+        now[0] = made - queued_s  # the listener has heard all but the last 2.3 s
+        second = synth.speech(owner="session", pieces=[NEXT], voice=VOICE, speed=1.0, after=first)
+        sizes = [len(c.synthesis.audio) // 600 async for c in second]
+        await scheduler.stop()
+        synth.close()
+        return sizes
+
+    plan = replace(WindowPlan(pace=pace), continued=WindowPlan().continued_alone)  # alone on the engine
+    as_if_unheard = [w.end - w.start for w in plan_windows(frames, plan, before=plan.carry)]
+    from_the_queue = [w.end - w.start for w in plan_windows(frames, plan, before=plan.carry, queued=queued_s / 0.025)]
+    assert from_the_queue[0] < as_if_unheard[0]
+    sizes = asyncio.run(scenario())
+    assert sizes[0] == from_the_queue[0] and sum(sizes) == frames  # the rest may join (Synthesizer.ahead)
 
 
 def test_a_later_sentence_holds_the_engine_longer_only_while_no_other_session_waits() -> None:

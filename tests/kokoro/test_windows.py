@@ -10,7 +10,15 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kokoro_server.engines.windows import HEADROOM, Decoding, WindowPlan, plan_windows
+from kokoro_server.engines.windows import (
+    FLOOR_SHARE,
+    FRAME_S,
+    HEADROOM,
+    Decoding,
+    WindowPlan,
+    _covered_bounds,
+    plan_windows,
+)
 
 pytestmark = pytest.mark.kokoro
 
@@ -123,9 +131,59 @@ def test_windows_keep_up_with_the_decoders_pace(pace: float, frames: int, sizes:
 
 
 def test_a_last_window_the_listener_could_not_cover_joined_is_left_on_its_own() -> None:
-    """After 40 frames of earlier audio at pace 0.209, joining the last 20 frames to the window
-    before them would outrun the listener: they are a window of their own."""
-    assert [w.end - w.start for w in plan_windows(439, WindowPlan(pace=0.209), before=40)] == [93, 326, 20]
+    """After 40 frames of earlier audio, 10 of them still to hear (too few to cover any window: the
+    growth floor's plan), at pace 0.209, joining the last 20 frames to the window before them would
+    outrun the listener: they are a window of their own."""
+    sizes = [w.end - w.start for w in plan_windows(340, WindowPlan(pace=0.209), before=40, queued=10)]
+    assert sizes == [80, 240, 20]
+
+
+def _sizes(windows: list) -> list[int]:
+    return [w.end - w.start for w in windows]
+
+
+def test_a_sentence_after_earlier_audio_plans_from_what_its_listener_still_has_to_hear() -> None:
+    """The CPU demo's stutter: a 5 s sentence carried after 2.3 s of queued audio (92 frames), at
+    the int8 model's pace with two busy cores beside it (0.66). Planned as if it followed only the
+    60 frames it carries (all of them unheard), the growth floor made its first window 120 frames,
+    3.0 s to decode at that pace; from the real queue, the first window takes 80 % of it."""
+    plan = WindowPlan(pace=0.66)
+    assert _sizes(plan_windows(200, plan, before=60)) == [120, 80]
+    windows = plan_windows(200, plan, before=60, queued=92)
+    assert _sizes(windows) == [91, 109]
+    assert plan.decode_s(windows[0].hi - windows[0].lo) <= FLOOR_SHARE * 92 * FRAME_S
+
+
+@pytest.mark.parametrize(("pace", "queued", "sizes"), [
+    (0.66, 30, [120, 80]),   # 0.75 s queued covers no window: the listener runs dry whatever the size
+    (0.63, 60, [120, 80]),   # covered windows would be five (56, 46, 36, 21, 41): the floor's two
+    (0.39, 101, [200]),      # far enough ahead at this pace: the one-shot render
+])
+def test_where_the_queue_cannot_carry_the_sentence_the_growth_floor_plans_it(
+    pace: float, queued: float, sizes: list[int],
+) -> None:
+    assert _sizes(plan_windows(200, WindowPlan(pace=pace), before=60, queued=queued)) == sizes
+
+
+@pytest.mark.parametrize("pace", [0.05, 0.2, 0.4, 0.58, 0.66, 0.7])
+@pytest.mark.parametrize("queued", [60, 80, 92, 120, 200])
+@pytest.mark.parametrize(("frames", "before"), [(200, 60), (475, 153), (99, 60)])
+def test_windows_after_earlier_audio_never_outlast_the_listeners_queue_when_any_plan_could_not(
+    pace: float, queued: float, frames: int, before: int,
+) -> None:
+    """Simulated at the plan's pace from ``queued`` frames: where windows each within FLOOR_SHARE
+    of the queue at their start exist, no more of them than the plan has, no window of the plan
+    outlasts the queue (on the old plans, 120 frames after 92 queued at pace 0.7 did)."""
+    plan = WindowPlan(pace=pace)
+    windows = plan_windows(frames, plan, before=before, queued=queued)
+    left, worst = float(queued), 0.0
+    for w in windows:
+        decode = plan.decode_s(w.hi - w.lo) / FRAME_S
+        worst = max(worst, decode - left)
+        left = max(0.0, left - decode) + (w.end - w.start)
+    covered = _covered_bounds(frames, plan, queued=queued)
+    if covered is not None and len(covered) - 1 <= len(windows):  # as few windows, each covered
+        assert worst <= 0, (_sizes(windows), covered)
 
 
 @pytest.mark.parametrize(("overhead", "sizes"), [

@@ -196,7 +196,9 @@ class Scheduler:
 
     def queued_audio_s(self, owner: Hashable) -> float:
         """Seconds of ``owner``'s audio made and not yet heard, by the deadline policy's account
-        (playback from the first byte, in real time; 0 for an owner with nothing playing)."""
+        (playback from the first byte, in real time; 0 for an owner with nothing playing). A job of
+        ``owner``'s may read it on the worker thread: the account changes only when one of its jobs
+        ends, and its jobs run one at a time."""
         state = self._owners.get(owner)
         if state is None or state.runs_out is None:
             return 0.0

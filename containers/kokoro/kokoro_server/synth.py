@@ -128,8 +128,8 @@ class Synthesizer:
         def run() -> TimedSynthesis:
             started = time.perf_counter()
             decoding = self.engine.begin(phonemes, style, speed, plan=plan)
-            if follows:
-                decoding.follow(frames_before)
+            if follows:  # the listener's audio as the job starts: with what the owner's jobs ahead made
+                decoding.follow(frames_before, queued=self.scheduler.queued_audio_s(owner) / FRAME_S)
             stepped = time.perf_counter()
             audio = decoding.step()
             done = time.perf_counter()

@@ -33,7 +33,19 @@ PACED_GROWTH_FLOOR = 2.0
 """A pace never cuts a window below twice the frames before it: smaller windows spend most of
 their decoding on context and fall further behind. Without this floor a measured pace of 0.25
 held every window to 20 frames (each decoding 60), and four sessions arriving at random stalled
-34.5 s per audio minute against 0.26 s without a pace."""
+34.5 s per audio minute against 0.26 s without a pace. Applied to a chunk that follows earlier
+audio, twice the frames its speech made (most of them heard) cut a 3 s window whose decoding
+outlasts the 2.3 s queued on the int8 CPU model (pace 0.66): a gap at the sentence boundary.
+There the windows the listener's queue covers (FLOOR_SHARE) come first, unless they take more than
+one window more or that queue covers none."""
+
+
+FLOOR_SHARE = 0.8
+"""Of the audio a listener really has queued when a chunk that follows earlier audio starts, the
+share one of its windows may take to decode (``plan_windows``'s ``queued``). More than HEADROOM,
+which prices windows from a queue the plan only models: each window as large as that audio
+covers, so fewer windows and less context decoded twice on a CPU near real time. 0.8: a window in
+the server decoded up to 24 % slower than the pace measured (HEADROOM), and 1/1.24 is 0.8."""
 
 
 ONE_SHOT_SHARE = 0.8
@@ -146,30 +158,41 @@ class Window:
     tail: int
 
 
-def plan_windows(frames: int, plan: WindowPlan | None, *, before: int = 0) -> list[Window]:
+def plan_windows(
+    frames: int, plan: WindowPlan | None, *, before: int = 0, queued: float | None = None,
+) -> list[Window]:
     """The windows covering ``frames`` frames, in order; one window when ``plan`` is None.
 
     ``before``: frames the same speech made ahead of these (its earlier chunks). Windows grow with
     all the audio before them, so a chunk that follows enough audio is one window: its listener
     has that audio to hear while the chunk is decoded, and gets exactly the one-shot render.
-    A speech's first window is ``plan.first`` frames, or more where the pace needs it
-    (:func:`_paced_first`)."""
+    ``queued``: frames of audio the listener still has to hear when the chunk's first window
+    starts (with a pace; None: all of ``before``). A speech's first window is ``plan.first``
+    frames, or more where the pace needs it (:func:`_paced_first`)."""
     if frames < 1:
         raise ValueError(f"frames: must be at least 1, got {frames}")
     if before < 0:
         raise ValueError(f"before: must be 0 or more frames, got {before}")
+    if queued is not None and not queued >= 0:
+        raise ValueError(f"queued: must be 0 or more frames, got {queued!r}")
     if plan is None:
         return [Window(0, frames, 0, frames, 0)]
     first = _paced_first(frames, plan) if plan.pace and not before else plan.first
-    windows = _windows(_bounds(frames, plan, before=before, first=first), frames, plan)
+    queued = before if queued is None else queued
+    bounds = _bounds(frames, plan, before=before, first=first, queued=queued)
+    if before and plan.pace:  # windows the listener's queue covers, unless they cost many more
+        covered = _covered_bounds(frames, plan, queued=queued)
+        if covered is not None and len(covered) <= len(bounds) + 1:
+            bounds = covered
+    windows = _windows(bounds, frames, plan)
     if len(windows) > 1 and windows[0].hi - windows[0].lo >= ONE_SHOT_SHARE * frames:
         return [Window(0, frames, 0, frames, 0)]  # the first window is nearly all of it: one shot
     return windows
 
 
-def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int) -> list[int]:
+def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int, queued: float) -> list[int]:
+    """Where the windows end. ``queued``: frames the listener has when the next window starts (pace)."""
     bounds = [0]
-    queued = float(before)  # frames the listener has queued when the next window starts (pace)
     while bounds[-1] < frames:
         done = bounds[-1]
         made = before + done
@@ -188,7 +211,27 @@ def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int) -> list[i
                 end = frames - plan.first  # the joined window would outrun the listener: a last small one
         bounds.append(end)
         decoded = end - done + (plan.context if done else 0) + (plan.context if end < frames else 0)
-        queued = (end - done) if made == 0 else queued - plan.decode_s(decoded) / FRAME_S + (end - done)
+        left = 0.0 if made == 0 else max(0.0, queued - plan.decode_s(decoded) / FRAME_S)  # when it ends
+        queued = left + (end - done)
+    return bounds
+
+
+def _covered_bounds(frames: int, plan: WindowPlan, *, queued: float) -> list[int] | None:
+    """Where the windows of a chunk that follows earlier audio end, each as large as FLOOR_SHARE
+    of the ``queued`` frames its listener has when it starts covers (within ``continued`` first,
+    then ``largest``); None where that queue cannot cover ``first`` frames at some window: then the
+    listener runs dry at any size, and the growth floor's fewer, larger windows waste less."""
+    bounds = [0]
+    while bounds[-1] < frames:
+        done = bounds[-1]
+        cap = min(plan.continued, plan.largest) if done == 0 else plan.largest
+        own = min(cap, plan.frames_within(FLOOR_SHARE * queued * FRAME_S) - plan.context * (2 if done else 1))
+        if own < plan.first:
+            return None
+        end = frames if frames - (done + own) < plan.first else done + own  # a short rest joins this one
+        bounds.append(end)
+        decoded = end - done + (plan.context if done else 0) + (plan.context if end < frames else 0)
+        queued = max(0.0, queued - plan.decode_s(decoded) / FRAME_S) + (end - done)
     return bounds
 
 
@@ -233,14 +276,14 @@ def _paced_first(frames: int, plan: WindowPlan) -> int:
     (FIRST_TRADE)."""
     most = min(frames, plan.continued, plan.largest)
     for first in range(plan.first, most + 1):
-        windows = _windows(_bounds(frames, plan, before=0, first=first), frames, plan)
+        windows = _windows(_bounds(frames, plan, before=0, first=first, queued=0.0), frames, plan)
         if keeps_up(windows, plan):
             break
     else:
         return most
     best, best_s, first_s = first, _decode_s(windows, plan), plan.decode_s(windows[0].hi - windows[0].lo)
     for more in range(first + 1, min(most, first + plan.first) + 1):
-        windows = _windows(_bounds(frames, plan, before=0, first=more), frames, plan)
+        windows = _windows(_bounds(frames, plan, before=0, first=more, queued=0.0), frames, plan)
         spent = _decode_s(windows, plan)
         added = plan.decode_s(windows[0].hi - windows[0].lo) - first_s
         if best_s - spent >= FIRST_TRADE * added and keeps_up(windows, plan):
@@ -298,6 +341,7 @@ class Decoding:
         self.durations = durations
         self.samples_per_frame = 0  # known after the first step (word timestamps map frames to samples)
         self._before = 0  # frames the speech made ahead of this chunk (follow)
+        self._queued: float | None = None  # of those, still to be heard when the chunk starts (follow)
         self._windows: list[Window] | None = None  # planned on first use: follow may change ``before``
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
         self._next = 0
@@ -307,19 +351,20 @@ class Decoding:
         self._crossfade = 0 if plan is None else plan.crossfade
         self._lock = threading.Lock()
 
-    def follow(self, frames_before: int) -> None:
-        """This chunk continues a speech that already made ``frames_before`` frames: plan its
-        windows from there (before the first step; windows.plan_windows's ``before``)."""
+    def follow(self, frames_before: int, *, queued: float | None = None) -> None:
+        """This chunk continues a speech that already made ``frames_before`` frames, ``queued`` of
+        them still to be heard: plan its windows from there (before the first step; plan_windows's
+        ``before`` and ``queued``)."""
         with self._lock:
             if self._next:
                 raise RuntimeError("follow: a window is already decoded")
-            self._before, self._windows = frames_before, None
+            self._before, self._queued, self._windows = frames_before, queued, None
 
     @property
     def windows(self) -> list[Window]:
         """The chunk's windows, planned once (a first window sized to the pace costs a search)."""
         if self._windows is None:
-            self._windows = plan_windows(self.frames, self._plan, before=self._before)
+            self._windows = plan_windows(self.frames, self._plan, before=self._before, queued=self._queued)
         return self._windows
 
     @property
