@@ -183,7 +183,7 @@ def plan_windows(
     if before and plan.pace:  # windows the listener's queue covers, unless they cost many more
         covered = _covered_bounds(frames, plan, queued=queued)
         if covered is not None and len(covered) <= len(bounds) + 1:
-            bounds = covered
+            return _windows(covered, frames, plan)  # one shot only where the queue covers it all
     windows = _windows(bounds, frames, plan)
     if len(windows) > 1 and windows[0].hi - windows[0].lo >= ONE_SHOT_SHARE * frames:
         return [Window(0, frames, 0, frames, 0)]  # the first window is nearly all of it: one shot
