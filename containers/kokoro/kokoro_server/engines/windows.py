@@ -341,7 +341,7 @@ class Decoding:
         self.durations = durations
         self.samples_per_frame = 0  # known after the first step (word timestamps map frames to samples)
         self._before = 0  # frames the speech made ahead of this chunk (follow)
-        self._queued: float | None = None  # of those, still to be heard when the chunk starts (follow)
+        self._queued: float | None = None  # frames its listener has still to hear as it starts (follow)
         self._windows: list[Window] | None = None  # planned on first use: follow may change ``before``
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
         self._next = 0
@@ -352,9 +352,9 @@ class Decoding:
         self._lock = threading.Lock()
 
     def follow(self, frames_before: int, *, queued: float | None = None) -> None:
-        """This chunk continues a speech that already made ``frames_before`` frames, ``queued`` of
-        them still to be heard: plan its windows from there (before the first step; plan_windows's
-        ``before`` and ``queued``)."""
+        """This chunk continues a speech that already made ``frames_before`` frames, and its
+        listener has ``queued`` frames still to hear: plan its windows from there (before the first
+        step; plan_windows's ``before`` and ``queued``)."""
         with self._lock:
             if self._next:
                 raise RuntimeError("follow: a window is already decoded")
