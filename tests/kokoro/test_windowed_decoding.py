@@ -19,7 +19,7 @@ import real_audio as ra
 from bench.audio_metrics import jumps, largest_jump_near, log_mel_distance
 from bench.variants import PerChunkSynthesizer
 from kokoro_server.engines import WindowPlan, load_engine
-from kokoro_server.engines.windows import plan_windows
+from kokoro_server.engines.windows import FRAME_S, plan_windows
 from kokoro_server.model_dir import open_model_dir, style_for
 from kokoro_server.pace import DecoderCost
 from kokoro_server.scheduler import Scheduler
@@ -391,7 +391,7 @@ def test_an_utterance_spoken_while_earlier_audio_plays_plans_from_what_its_liste
 
     plan = replace(WindowPlan(pace=pace), continued=WindowPlan().continued_alone)  # alone on the engine
     as_if_unheard = [w.end - w.start for w in plan_windows(frames, plan, before=plan.carry)]
-    from_the_queue = [w.end - w.start for w in plan_windows(frames, plan, before=plan.carry, queued=queued_s / 0.025)]
+    from_the_queue = [w.end - w.start for w in plan_windows(frames, plan, before=plan.carry, queued=queued_s / FRAME_S)]
     assert from_the_queue[0] < as_if_unheard[0]
     sizes = asyncio.run(scenario())
     assert sizes[0] == from_the_queue[0] and sum(sizes) == frames  # the rest may join (Synthesizer.ahead)

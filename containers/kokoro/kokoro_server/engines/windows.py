@@ -210,9 +210,7 @@ def _bounds(frames: int, plan: WindowPlan, *, before: int, first: int, queued: f
             if plan.pace and made and frames - done > allowed + plan.context and frames - done >= 2 * plan.first:
                 end = frames - plan.first  # the joined window would outrun the listener: a last small one
         bounds.append(end)
-        decoded = end - done + (plan.context if done else 0) + (plan.context if end < frames else 0)
-        left = 0.0 if made == 0 else max(0.0, queued - plan.decode_s(decoded) / FRAME_S)  # when it ends
-        queued = left + (end - done)
+        queued = (end - done) if made == 0 else _queued_after(queued, done, end, frames, plan)
     return bounds
 
 
@@ -230,9 +228,15 @@ def _covered_bounds(frames: int, plan: WindowPlan, *, queued: float) -> list[int
             return None
         end = frames if frames - (done + own) < plan.first else done + own  # a short rest joins this one
         bounds.append(end)
-        decoded = end - done + (plan.context if done else 0) + (plan.context if end < frames else 0)
-        queued = max(0.0, queued - plan.decode_s(decoded) / FRAME_S) + (end - done)
+        queued = _queued_after(queued, done, end, frames, plan)
     return bounds
+
+
+def _queued_after(queued: float, start: int, end: int, frames: int, plan: WindowPlan) -> float:
+    """Frames the listener has queued once the window [start, end) of ``frames`` is decoded (at
+    the plan's cost, with its context) and its audio added, from ``queued`` when it started."""
+    decoded = end - start + (plan.context if start else 0) + (plan.context if end < frames else 0)
+    return max(0.0, queued - plan.decode_s(decoded) / FRAME_S) + (end - start)
 
 
 def _windows(bounds: list[int], frames: int, plan: WindowPlan) -> list[Window]:
