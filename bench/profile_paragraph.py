@@ -7,12 +7,15 @@ The agent answer's first eight sentences (bench/throughput.py), medians of ``--r
 * ``g2p_s``: the Phonemizer over each sentence (the server runs it in its own thread, ahead);
 * per chunk: ``front_s`` (BERT, durations, alignment, F0, text encoder: ``Engine.begin`` less the
   harmonic source), ``source_once_s`` (the vocoder's harmonic source over the whole chunk, as
-  the engine makes it now) against ``source_per_window_s`` (one per window, as it did before),
-  ``one_shot_decode_s`` (the decoder over the whole chunk);
-* ``speech``: the server's Speech over the paragraph (deadline scheduler, windows at the pace
-  measured as at warm-up): its windows, frames decoded against frames heard (context decoded
-  twice), model time, the worker's idle time between jobs and the time from a job's end to the
-  next job's start (scheduler hops), and the same windows as planned without joining the rest;
+  both engines make it now) against, on the torch engine, ``source_per_window_s`` (one per window,
+  as it did before), ``one_shot_decode_s`` (the decoder over the whole chunk);
+* ``speech``: the server's Speech over the paragraph (deadline scheduler, windows cut by the cost
+  a server fits to the windows it decodes, engine_vs_loop.Sides): its windows (``window_frames``:
+  each one's decoded frames), frames decoded against frames heard (context decoded twice), model
+  time, the worker's idle time between jobs and the time from a job's end to the next job's start
+  (scheduler hops), and the windows the chunks would have had without joining the rest;
+* ``speech_model_over_chunks``: the speech's model time over the chunks' alone (front, source
+  and one-shot decoding), per round, so the host's speed from one round to the next cancels out;
 * ``encode_s``: encoding the paragraph's audio to mp3 and to pcm in 100 ms chunks (StreamEncoder);
 * ``decode_by_frames``: one decoder call over the paragraph's first chunk cut to 20, 40, ... frames
   (seconds, alone), and ``decode_cost`` the cost pace.fit_cost fits to them: what a call costs
@@ -66,9 +69,11 @@ def chunk_costs(sides: Sides) -> dict[str, Any]:
 
 
 def _source_costs(engine: Any, phonemes: str, style: Any, decoding: Any) -> dict[str, float]:
-    """The torch engine's harmonic source, made once over the chunk and once per window."""
+    """The harmonic source made once over the chunk, and on the torch engine once per window."""
+    if engine.name == "onnx":
+        return _onnx_source_cost(engine, phonemes, style)
     source = getattr(engine, "_source", None)
-    if source is None:  # the onnx engine runs its source graph inside begin
+    if source is None:
         return {}
     import numpy as np
     import torch
@@ -79,6 +84,17 @@ def _source_costs(engine: Any, phonemes: str, style: Any, decoding: Any) -> dict
         once, _ = _timed(partial(source.make, f0))
         per_window = sum(_timed(partial(source.make, f0[:, 2 * w.lo:2 * w.hi]))[0] for w in decoding.windows)
     return {"source_once_s": once, "source_per_window_s": per_window}
+
+
+def _onnx_source_cost(engine: Any, phonemes: str, style: Any) -> dict[str, float]:
+    """The onnx engine's source graph over the chunk (begin runs it once; it has no per-window form)."""
+    from kokoro_server.engines.onnx_split import F0, SOURCE
+
+    if engine._split is None:  # a graph that could not be cut runs whole: no parts to time
+        return {}
+    front = engine._run(engine._front, list(engine._split.front_outputs), engine._feeds(phonemes, style, 1.0))
+    once, _ = _timed(partial(engine._run, engine._source, [SOURCE], {F0: front[1]}))
+    return {"source_once_s": once}
 
 
 async def _speech(sides: Sides) -> dict[str, Any]:
@@ -150,7 +166,7 @@ async def _speech(sides: Sides) -> dict[str, Any]:
     return {"wall_s": wall, "model_s": model_s, "jobs": len(jobs), "windows": len(windows), "audio_s": audio_s,
             "frames_heard": heard_frames, "frames_decoded": sum(decoded), "frames_planned_without_join": planned_frames,
             "between_jobs_s": sum(hops), "between_jobs_median_ms": 1000 * statistics.median(hops) if hops else 0.0,
-            "window_model_s": [round(w["model_s"], 4) for w in windows]}
+            "window_model_s": [round(w["model_s"], 4) for w in windows], "window_frames": decoded}
 
 
 WINDOW_SIZES = (20, 40, 80, 120, 160, 240, 320, 480)  # pace.FIT_LEAST sizes at least
@@ -193,11 +209,15 @@ def profile(sides: Sides) -> dict[str, Any]:
     speech = asyncio.run(_speech(sides))
     chunks = costs["chunks"]
     total = {key: sum(c.get(key, 0.0) for c in chunks)
-             for key in ("front_s", "source_once_s", "source_per_window_s", "one_shot_decode_s")}
+             for key in ("front_s", "source_once_s", "source_per_window_s", "one_shot_decode_s")
+             if any(key in c for c in chunks)}  # no per-window source on the onnx engine
     frames = sum(c["frames"] for c in chunks)
     per_frame_s = total["one_shot_decode_s"] / frames
+    alone_s = total["front_s"] + total.get("source_once_s", 0.0) + total["one_shot_decode_s"]
     return {"g2p_s": costs["g2p_s"], **total, "frames": frames, "chunks": len(chunks),
             "decode_per_frame_ms": 1000 * per_frame_s, "speech": speech,
+            # paired within the round, as engine_vs_loop's ratios: the host's speed moves between rounds
+            "speech_model_over_chunks": speech["model_s"] / alone_s,
             **encode_costs(speech["audio_s"]), **decode_by_frames(sides), "per_chunk": chunks}
 
 
