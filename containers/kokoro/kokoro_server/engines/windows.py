@@ -110,8 +110,9 @@ class WindowPlan:
     overhead: float = 0.0
     """Seconds one decoder call costs whatever its frames (pace.DecoderCost): a window of ``n``
     decoded frames takes ``overhead + n * FRAME_S * pace`` (:meth:`decode_s`). On the tiny CPU model
-    (bench/results/profile-torch.json) a call cost 0.18 s plus 1.2 ms a frame, and the warm-up pace
-    alone (3.1 ms a frame) priced a 480-frame window at 1.5 s against 0.79 s measured. 0: linear."""
+    (bench/results/profile-torch.json) a call cost 0.086 s plus 1.1 ms a frame, and the warm-up pace
+    alone (2.1 ms a frame) priced a 480-frame window at 1.0 s against 0.61 s measured. The int8
+    onnx model on the CPU has no fixed part (profile-onnx.json). 0: linear."""
 
     def __post_init__(self) -> None:
         if not self.pace >= 0:
