@@ -17,6 +17,9 @@ The agent answer's first eight sentences (bench/throughput.py), medians of ``--r
 * ``speech_model_over_chunks``: the speech's model time over the chunks' alone (front, source
   and one-shot decoding), per round, so the host's speed from one round to the next cancels out;
 * ``encode_s``: encoding the paragraph's audio to mp3 and to pcm in 100 ms chunks (StreamEncoder);
+* ``decoder_weight_norm_s`` (torch): what kokoro's weight-norm hooks add to every decoder call
+  (``g * v / ||v||`` over the decoder's ``decoder_weight_norm_layers`` layers), as the loop's
+  KModel pays it; the engine computes those weights once at load (torch_engine.fold_weight_norm);
 * ``decode_by_frames``: one decoder call over the paragraph's first chunk cut to 20, 40, ... frames
   (seconds, alone), and ``decode_cost`` the cost pace.fit_cost fits to them: what a call costs
   whatever its frames, and per frame (WindowPlan.overhead and pace).
@@ -186,6 +189,20 @@ def decode_by_frames(sides: Sides) -> dict[str, Any]:
             "decode_cost": {"overhead_s": cost.overhead, "pace": cost.pace} if cost else {}}
 
 
+def weight_norm_cost(sides: Sides) -> dict[str, Any]:
+    """torch: the decoder's weight-norm hooks on one call of the loop's KModel (the engine has none)."""
+    if sides.pipeline is None:
+        return {}
+    import torch
+    from torch.nn.utils.weight_norm import WeightNorm
+
+    hooks = [(module, hook) for module in sides.pipeline.model.decoder.modules()
+             for hook in module._forward_pre_hooks.values() if isinstance(hook, WeightNorm)]
+    with torch.inference_mode():
+        seconds = _timed(lambda: [hook.compute_weight(module) for module, hook in hooks])[0]
+    return {"decoder_weight_norm_s": seconds, "decoder_weight_norm_layers": len(hooks)}
+
+
 def encode_costs(seconds: float) -> dict[str, float]:
     import numpy as np
 
@@ -218,7 +235,8 @@ def profile(sides: Sides) -> dict[str, Any]:
             "decode_per_frame_ms": 1000 * per_frame_s, "speech": speech,
             # paired within the round, as engine_vs_loop's ratios: the host's speed moves between rounds
             "speech_model_over_chunks": speech["model_s"] / alone_s,
-            **encode_costs(speech["audio_s"]), **decode_by_frames(sides), "per_chunk": chunks}
+            **encode_costs(speech["audio_s"]), **weight_norm_cost(sides), **decode_by_frames(sides),
+            "per_chunk": chunks}
 
 
 def median_of(rounds: list[dict[str, Any]]) -> dict[str, Any]:

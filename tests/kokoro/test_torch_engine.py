@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from kokoro_server.engines import EngineError, load_engine
+from kokoro_server.engines.torch_engine import _seed, build_kmodel, fold_weight_norm, load_checkpoint_strictly
 from kokoro_server.model_dir import ModelDirError, open_model_dir, style_for
 
 pytestmark = pytest.mark.kokoro
@@ -90,3 +91,35 @@ def test_out_of_range_phonemes_raise_engine_error(tiny_model: Path, phonemes: st
     model = open_model_dir(tiny_model)
     with pytest.raises(EngineError):
         load_engine(model).synthesize(phonemes, model.voices["af_heart"][0], 1.0)
+
+
+def _kokoros_own(model) -> torch.nn.Module:
+    kmodel = build_kmodel(model.config)
+    load_checkpoint_strictly(kmodel, model.weights)
+    return kmodel.eval()
+
+
+def test_the_engine_speaks_every_sample_as_kokoros_own_kmodel_does(tiny_model: Path) -> None:
+    """Its own front, the harmonic source made once per chunk and the weights folded once at load
+    change no sample of what KModel's forward (weight-norm hooks and all) says, seeded alike."""
+    model = open_model_dir(tiny_model)
+    phonemes = "ðɪs ɪz ɐ lˈɔŋɡɚ tˈɛst sˈɛntəns, sˈoʊ ɪt hɐz sˈɛvɹəl wˈɪndoʊz tə dɪkˈoʊd."
+    style = style_for(model.voices["af_heart"], phonemes)
+    ours = load_engine(model).synthesize(phonemes, style, 1.0).audio
+    kmodel = _kokoros_own(model)  # built before seeding: building draws random weights
+    torch.manual_seed(_seed(phonemes, 1.0))
+    with torch.inference_mode():
+        theirs = kmodel(phonemes, torch.from_numpy(style).reshape(1, -1), 1.0)
+    np.testing.assert_array_equal(ours, theirs.numpy().reshape(-1))
+
+
+def test_weight_norm_is_folded_once_and_the_layers_compute_what_the_hooks_did(tiny_model: Path) -> None:
+    kmodel = _kokoros_own(open_model_dir(tiny_model))
+    conv = kmodel.decoder.generator.conv_post
+    with torch.inference_mode():
+        x = torch.randn(1, conv.in_channels, 12)
+        hooked = conv(x)
+        assert fold_weight_norm(kmodel) > 40  # the decoder alone has 46 such layers
+        assert fold_weight_norm(kmodel) == 0
+        np.testing.assert_array_equal(conv(x).numpy(), hooked.numpy())
+    assert not hasattr(conv, "weight_v") and isinstance(conv.weight, torch.nn.Parameter)

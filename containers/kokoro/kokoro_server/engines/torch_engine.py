@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import torch
 from kokoro import KModel
+from torch.nn.utils.weight_norm import WeightNorm
 
 from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
@@ -91,6 +92,21 @@ def load_checkpoint_strictly(kmodel: KModel, path: Path) -> None:
         module.load_state_dict(state, strict=True)
 
 
+def fold_weight_norm(model: torch.nn.Module) -> int:
+    """Compute each weight-normed layer's weight once, for inference: kokoro builds its layers with
+    ``weight_norm``, whose hook recomputes ``g * v / ||v||`` before every forward call. On the CPU
+    that is a fixed cost of tens of ms per decoder call (bench/results/profile-torch.json,
+    ``fold_s``), paid once per window. The weights are what the hook would compute, so the audio
+    is unchanged (tests/kokoro/test_torch_engine.py). Returns how many layers were folded."""
+    folded = 0
+    for module in model.modules():
+        names = [hook.name for hook in module._forward_pre_hooks.values() if isinstance(hook, WeightNorm)]
+        for name in names:
+            torch.nn.utils.remove_weight_norm(module, name)
+            folded += 1
+    return folded
+
+
 class SharedSource(torch.nn.Module):  # type: ignore[misc]  # torch has no stubs where mypy runs (.venv)
     """Stands in for the vocoder's harmonic source module (``Generator.m_source``): made once per
     chunk over all its frames (``make``), each window's decoder call is handed its slice
@@ -155,6 +171,7 @@ class TorchEngine:
             torch.set_flush_denormal(True)  # denormals in the vocoder cost 30-50% on CPU
         kmodel = build_kmodel(model.config)
         load_checkpoint_strictly(kmodel, model.weights)
+        fold_weight_norm(kmodel)
         self._model = kmodel.to(self.device).eval()
         self._source = SharedSource.install(self._model.decoder.generator)
         self._lock = threading.Lock()  # one forward at a time, whatever thread calls
