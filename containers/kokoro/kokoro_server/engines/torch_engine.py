@@ -94,10 +94,10 @@ def load_checkpoint_strictly(kmodel: KModel, path: Path) -> None:
 
 def fold_weight_norm(model: torch.nn.Module) -> int:
     """Compute each weight-normed layer's weight once, for inference: kokoro builds its layers with
-    ``weight_norm``, whose hook recomputes ``g * v / ||v||`` before every forward call. On the CPU
-    that is a fixed cost of tens of ms per decoder call (bench/results/profile-torch.json,
-    ``fold_s``), paid once per window. The weights are what the hook would compute, so the audio
-    is unchanged (tests/kokoro/test_torch_engine.py). Returns how many layers were folded."""
+    ``weight_norm``, whose hook recomputes ``g * v / ||v||`` before every forward call: on the CPU
+    0.058 s a decoder call (bench/results/profile-torch.json, ``decoder_weight_norm_s``), paid once
+    per window. The weights are what the hooks compute, so the audio is unchanged
+    (tests/kokoro/test_torch_engine.py). Returns how many layers were folded."""
     folded = 0
     for module in model.modules():
         names = [hook.name for hook in module._forward_pre_hooks.values() if isinstance(hook, WeightNorm)]
