@@ -99,18 +99,81 @@ def _kokoros_own(model) -> torch.nn.Module:
     return kmodel.eval()
 
 
-def test_the_engine_speaks_every_sample_as_kokoros_own_kmodel_does(tiny_model: Path) -> None:
-    """Its own front, the harmonic source made once per chunk and the weights folded once at load
-    change no sample of what KModel's forward (weight-norm hooks and all) says, seeded alike."""
-    model = open_model_dir(tiny_model)
-    phonemes = "ðɪs ɪz ɐ lˈɔŋɡɚ tˈɛst sˈɛntəns, sˈoʊ ɪt hɐz sˈɛvɹəl wˈɪndoʊz tə dɪkˈoʊd."
+def _render(model, phonemes: str) -> tuple[np.ndarray, np.ndarray]:
+    """The same phonemes through the engine and through kokoro's KModel.forward, seeded alike."""
     style = style_for(model.voices["af_heart"], phonemes)
     ours = load_engine(model).synthesize(phonemes, style, 1.0).audio
     kmodel = _kokoros_own(model)  # built before seeding: building draws random weights
     torch.manual_seed(_seed(phonemes, 1.0))
     with torch.inference_mode():
         theirs = kmodel(phonemes, torch.from_numpy(style).reshape(1, -1), 1.0)
-    np.testing.assert_array_equal(ours, theirs.numpy().reshape(-1))
+    return ours, theirs.numpy().reshape(-1)
+
+
+PHONEMES = "ðɪs ɪz ɐ lˈɔŋɡɚ tˈɛst sˈɛntəns, sˈoʊ ɪt hɐz sˈɛvɹəl wˈɪndoʊz tə dɪkˈoʊd."
+
+
+def test_without_its_noise_the_engine_speaks_every_sample_as_kokoros_own_kmodel_does(
+    tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its own front, the harmonic source made once per chunk and the weights folded once at load
+    change no sample of what KModel's forward (weight-norm hooks and all) says, seeded alike, once
+    the vocoder's Gaussian excitation noise is silenced on both sides (the source draws it merged,
+    as the next test shows)."""
+    monkeypatch.setattr(torch, "randn_like", torch.zeros_like)
+    ours, theirs = _render(open_model_dir(tiny_model), PHONEMES)
+    np.testing.assert_array_equal(ours, theirs)
+
+
+def test_with_its_noise_the_engine_speaks_as_one_more_of_kmodels_draws(tiny_model: Path) -> None:
+    """With the noise drawn, the engine's render is to KModel's what KModel's renders under other
+    seeds are to each other: as loud, and alike to the same degree (the random-weight model's
+    output is mostly shaped by its excitation noise, so no two draws are sample-equal)."""
+    model = open_model_dir(tiny_model)
+    ours, theirs = _render(model, PHONEMES)
+    style = torch.from_numpy(style_for(model.voices["af_heart"], PHONEMES)).reshape(1, -1)
+    kmodel = _kokoros_own(model)
+    others = []
+    for seed in (1, 2):
+        torch.manual_seed(seed)
+        with torch.inference_mode():
+            others.append(kmodel(PHONEMES, style, 1.0).numpy().reshape(-1))
+
+    def rms(x: np.ndarray) -> float:
+        return float(np.sqrt(np.mean(np.square(x))))
+
+    kin = [float(np.corrcoef(a, b)[0, 1]) for a, b in ((theirs, others[0]), (theirs, others[1]), (*others,))]
+    assert not np.array_equal(ours, theirs)
+    assert float(np.corrcoef(ours, theirs)[0, 1]) == pytest.approx(np.mean(kin), abs=0.05)
+    assert rms(ours) == pytest.approx(np.mean([rms(x) for x in (theirs, *others)]), rel=0.03)
+
+
+@pytest.mark.parametrize(("hz", "amp"), [(0.0, 0.1 / 3), (180.0, 0.003)], ids=["unvoiced", "voiced"])
+def test_the_merged_source_noise_has_kokoros_distribution(tiny_model: Path, hz: float, amp: float) -> None:
+    """kokoro adds amp * N(0, 1) to each of 9 harmonics, then merges them with a linear layer w;
+    the engine draws amp * N(0, |w|^2) once, after the merge. Over 400 frames (120 000 samples)
+    of one F0 the pre-tanh noise of both (the source less its silenced render, seeded alike) has
+    the spread amp * |w|, unvoiced (amp = sine_amp / 3) and voiced (amp = noise_std)."""
+    shared = load_engine(open_model_dir(tiny_model))._source
+    f0 = torch.full((1, 800), hz)
+
+    def kokoros(f0: torch.Tensor) -> torch.Tensor:
+        return shared.original(shared.upsample(f0[:, None]).transpose(1, 2))[0]
+
+    def noise(make) -> torch.Tensor:
+        with torch.inference_mode():
+            torch.manual_seed(7)
+            noisy = torch.atanh(make(f0))
+            torch.manual_seed(7)  # the same sine phases, no noise
+            with pytest.MonkeyPatch.context() as quiet:
+                quiet.setattr(torch, "randn_like", torch.zeros_like)
+                clean = torch.atanh(make(f0))
+        return (noisy - clean).reshape(-1)
+
+    expected = amp * float(torch.linalg.vector_norm(shared.original.l_linear.weight))
+    for drawn in (noise(shared.make), noise(kokoros)):
+        assert float(drawn.std()) == pytest.approx(expected, rel=0.02)
+        assert abs(float(drawn.mean())) < 0.02 * expected
 
 
 def test_weight_norm_is_folded_once_and_the_layers_compute_what_the_hooks_did(tiny_model: Path) -> None:

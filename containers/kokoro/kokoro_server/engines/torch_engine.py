@@ -110,7 +110,16 @@ def fold_weight_norm(model: torch.nn.Module) -> int:
 class SharedSource(torch.nn.Module):  # type: ignore[misc]  # torch has no stubs where mypy runs (.venv)
     """Stands in for the vocoder's harmonic source module (``Generator.m_source``): made once per
     chunk over all its frames (``make``), each window's decoder call is handed its slice
-    (``using``). Outside ``using`` it runs the original module, so the decoder still works alone."""
+    (``using``). Outside ``using`` it runs the original module, so the decoder still works alone.
+
+    ``make`` draws the excitation noise after the harmonics are merged, not before. kokoro's
+    ``SourceModuleHnNSF`` adds ``amp * N(0, 1)`` to each of its 9 harmonics and merges them with a
+    linear layer ``w``; all 9 share ``amp`` (it follows voicing), so the merged noise is
+    ``amp * N(0, |w|^2)``, one draw per sample instead of 9: the same distribution
+    (tests/kokoro/test_torch_engine.py). It also skips the noise branch the generator never
+    reads. On the CPU those draws are single-threaded and were 72 % of the source's time
+    (bench/results/profile-torch.json, ``source_once_s``).
+    """
 
     def __init__(self, original: torch.nn.Module, upsample: torch.nn.Module) -> None:
         super().__init__()
@@ -126,8 +135,14 @@ class SharedSource(torch.nn.Module):  # type: ignore[misc]  # torch has no stubs
 
     def make(self, f0: torch.Tensor) -> torch.Tensor:
         """The harmonic source of a whole chunk: [1, samples, 1], from its F0 curve [1, 2 * frames]."""
-        harmonic, _noise, _uv = self.original(self.upsample(f0[:, None]).transpose(1, 2))
-        return harmonic
+        sine_gen, merge = self.original.l_sin_gen, self.original.l_linear
+        f0 = self.upsample(f0[:, None]).transpose(1, 2)  # [1, samples, 1]
+        overtones = torch.arange(1, sine_gen.dim + 1, dtype=f0.dtype, device=f0.device)
+        sines = sine_gen._f02sine(f0 * overtones) * sine_gen.sine_amp
+        voiced = sine_gen._f02uv(f0)
+        amp = voiced * sine_gen.noise_std + (1 - voiced) * sine_gen.sine_amp / 3
+        noise = amp * torch.randn_like(voiced) * torch.linalg.vector_norm(merge.weight)
+        return self.original.l_tanh(merge(sines * voiced) + noise)
 
     @contextlib.contextmanager
     def using(self, window: torch.Tensor) -> Iterator[None]:
