@@ -110,8 +110,8 @@ class WindowPlan:
     overhead: float = 0.0
     """Seconds one decoder call costs whatever its frames (pace.DecoderCost): a window of ``n``
     decoded frames takes ``overhead + n * FRAME_S * pace`` (:meth:`decode_s`). On the tiny CPU model
-    (bench/results/profile-torch.json) a call cost 0.068 s plus 1.4 ms a frame, and the warm-up pace
-    alone (2.3 ms a frame) priced a 480-frame window at 1.1 s against 0.74 s measured. The int8
+    (bench/results/profile-torch.json) a call cost 0.043 s plus 1.1 ms a frame, and the warm-up pace
+    alone (1.7 ms a frame) priced a 480-frame window at 0.82 s against 0.57 s measured. The int8
     onnx model on the CPU has no fixed part (profile-onnx.json). 0: linear."""
 
     def __post_init__(self) -> None:
