@@ -99,15 +99,18 @@ def _kokoros_own(model) -> torch.nn.Module:
     return kmodel.eval()
 
 
-def _render(model, phonemes: str) -> tuple[np.ndarray, np.ndarray]:
-    """The same phonemes through the engine and through kokoro's KModel.forward, seeded alike."""
+def _render(model, phonemes: str, *other_seeds: int) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The same phonemes through the engine, and through kokoro's KModel.forward seeded as the
+    engine seeds them, then seeded with each of ``other_seeds``."""
     style = style_for(model.voices["af_heart"], phonemes)
     ours = load_engine(model).synthesize(phonemes, style, 1.0).audio
     kmodel = _kokoros_own(model)  # built before seeding: building draws random weights
-    torch.manual_seed(_seed(phonemes, 1.0))
-    with torch.inference_mode():
-        theirs = kmodel(phonemes, torch.from_numpy(style).reshape(1, -1), 1.0)
-    return ours, theirs.numpy().reshape(-1)
+    theirs = []
+    for seed in (_seed(phonemes, 1.0), *other_seeds):
+        torch.manual_seed(seed)
+        with torch.inference_mode():
+            theirs.append(kmodel(phonemes, torch.from_numpy(style).reshape(1, -1), 1.0).numpy().reshape(-1))
+    return ours, theirs
 
 
 PHONEMES = "ðɪs ɪz ɐ lˈɔŋɡɚ tˈɛst sˈɛntəns, sˈoʊ ɪt hɐz sˈɛvɹəl wˈɪndoʊz tə dɪkˈoʊd."
@@ -119,9 +122,9 @@ def test_without_its_noise_the_engine_speaks_every_sample_as_kokoros_own_kmodel_
     """Its own front, the harmonic source made once per chunk and the weights folded once at load
     change no sample of what KModel's forward (weight-norm hooks and all) says, seeded alike, once
     the vocoder's Gaussian excitation noise is silenced on both sides (the source draws it merged,
-    as the next test shows)."""
+    as test_the_merged_source_noise_has_kokoros_distribution shows)."""
     monkeypatch.setattr(torch, "randn_like", torch.zeros_like)
-    ours, theirs = _render(open_model_dir(tiny_model), PHONEMES)
+    ours, (theirs,) = _render(open_model_dir(tiny_model), PHONEMES)
     np.testing.assert_array_equal(ours, theirs)
 
 
@@ -129,15 +132,7 @@ def test_with_its_noise_the_engine_speaks_as_one_more_of_kmodels_draws(tiny_mode
     """With the noise drawn, the engine's render is to KModel's what KModel's renders under other
     seeds are to each other: as loud, and alike to the same degree (the random-weight model's
     output is mostly shaped by its excitation noise, so no two draws are sample-equal)."""
-    model = open_model_dir(tiny_model)
-    ours, theirs = _render(model, PHONEMES)
-    style = torch.from_numpy(style_for(model.voices["af_heart"], PHONEMES)).reshape(1, -1)
-    kmodel = _kokoros_own(model)
-    others = []
-    for seed in (1, 2):
-        torch.manual_seed(seed)
-        with torch.inference_mode():
-            others.append(kmodel(PHONEMES, style, 1.0).numpy().reshape(-1))
+    ours, (theirs, *others) = _render(open_model_dir(tiny_model), PHONEMES, 1, 2)
 
     def rms(x: np.ndarray) -> float:
         return float(np.sqrt(np.mean(np.square(x))))
