@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Iterator
 from typing import TypeVar
 
 import httpx
 import pytest
 from kokoro_server_fixture import KokoroServer
-from livekit.agents import APIError, tts
+from livekit.agents import APIConnectOptions, APIError, tts
 from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT, TimedString
-from sagemaker_local_fixture import SageMakerLocal
+from sagemaker_local_fixture import ACCESS_KEY_ID, SECRET_ACCESS_KEY, SageMakerLocal
 from waiting import wait_until_async
 
 from voicestream.integrations.livekit import KokoroTTS
@@ -223,3 +224,60 @@ def test_through_sagemaker(sagemaker_local: SageMakerLocal, kokoro_server: Kokor
             again.check_timestamps("Right, a shorter answer.")
 
     run(main())
+
+
+def sagemaker_options(sagemaker_local: SageMakerLocal, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """The stand-in's endpoint, CA and keys as the plugin's keyword arguments, with none of them in
+    the environment (so only the arguments can reach it)."""
+    for key in ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL", "AWS_CA_BUNDLE", "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+    return {"endpoint_name": sagemaker_local.endpoint_name, "region": sagemaker_local.region,
+            "endpoint_url": sagemaker_local.endpoint_url, "ca_bundle": sagemaker_local.ca_bundle,
+            "aws_access_key_id": ACCESS_KEY_ID, "aws_secret_access_key": SECRET_ACCESS_KEY}
+
+
+def test_sagemaker_options_belong_to_an_endpoint() -> None:
+    with pytest.raises(ValueError, match="endpoint_url"):
+        KokoroTTS(url="http://127.0.0.1:1", endpoint_url="https://127.0.0.1:8443")
+    with pytest.raises(ValueError, match="https"):
+        KokoroTTS(endpoint_name="kokoro-tts", endpoint_url="http://127.0.0.1:8443")
+    with pytest.raises(ValueError, match="aws_secret_access_key"):
+        KokoroTTS(endpoint_name="kokoro-tts", aws_access_key_id="AKIDEXAMPLE")
+
+
+def test_twenty_interrupts_through_sagemaker_leave_every_next_answer_whole(
+    sagemaker_local: SageMakerLocal, kokoro_server: KokoroServer, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """LiveKit closes the stream on every barge-in: before the first piece left, before the first
+    audio, after a few frames. Every next answer works first time (no retry allowed) and nothing
+    is logged: the pooled HTTP/2 session is never handed out broken."""
+    once = APIConnectOptions(max_retry=0, timeout=15.0)
+    long_answer = " ".join([ANSWER] * 3)
+
+    async def main() -> None:
+        async with KokoroTTS(voice="af_heart", **sagemaker_options(sagemaker_local, monkeypatch)) as engine:
+            for i in range(20):
+                stream = engine.stream(conn_options=once)
+                for token in tokens(long_answer):
+                    stream.push_text(token)
+                stream.end_input()
+                if i % 4 == 1:
+                    await asyncio.sleep(0)  # the first piece may or may not have left
+                for _ in range(max(0, i % 4 - 1)):  # 0, 1 or 2 frames heard before the barge-in
+                    await anext(stream)
+                await stream.aclose()
+                if i % 5 == 4:  # now and then an answer heard to its end in between
+                    async with engine.stream(conn_options=once) as whole:
+                        got = await speak_answer(whole, "Right, a shorter answer.")
+                    got.check_timestamps("Right, a shorter answer.")
+            async with engine.stream(conn_options=once) as last:
+                got = await speak_answer(last, "Okay. What next?")
+            got.check_timestamps("Okay. What next?")
+
+    with caplog.at_level(logging.WARNING):
+        run(main(), timeout=240)
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -383,10 +383,13 @@ class TtsSession:
         await self.flush()
 
     async def _abandon_turn(self) -> None:
-        """Cancel a turn nobody is reading; drop its frames up to the ``cancelled`` answer."""
+        """Cancel a turn nobody is reading; drop its frames up to the ``cancelled`` answer. When the
+        cancel cannot be sent, the session is closed: its leftover frames would otherwise be read as
+        the next turn's."""
         try:
             await asyncio.wait_for(self.cancel(), timeout=2.0)
         except (TtsError, OSError, TimeoutError):
+            await self.close()
             return
         self._skip_to_cancelled += 1
         self._pending.clear()

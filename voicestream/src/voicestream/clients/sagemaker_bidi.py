@@ -47,6 +47,7 @@ BIDI_PORT = 8443
 _CONTROL_PREFIX = b'{"type"'  # a control frame, when the endpoint left DataType unset
 CONNECT_TIMEOUT_S = 10.0
 CLOSE_DRAIN_S = 2.0
+INBOX_FRAMES = 64  # frames read ahead of the caller (a few seconds of audio at most)
 # What AWS answers when it refuses the caller's credentials or signature.
 _AUTH_ERRORS = frozenset({
     "InvalidSignatureException", "UnrecognizedClientException", "IncompleteSignatureException",
@@ -146,7 +147,17 @@ def map_sdk_error(exc: BaseException, *, endpoint_name: str) -> TtsError:
 
 
 class SageMakerBidiTransport:
-    """Frames over the SDK's duplex event stream: text frames as UTF8 parts, audio as BINARY."""
+    """Frames over the SDK's duplex event stream: text frames as UTF8 parts, audio as BINARY.
+
+    One reader task owns the SDK's response stream and hands whole frames to :meth:`receive`
+    through a small queue. awscrt cannot take back a receive once asked: cancelling a pending
+    receive (a caller that stops reading mid-turn, a receive timeout) raises ``InvalidStateError:
+    CANCELLED`` inside awscrt and leaves the connection's event stream out of step (the next
+    message fails its checksum). So a caller's receive waits on the queue, which is safe to
+    cancel, and the SDK's receive is left running until the stream ends or :meth:`close` gives
+    up on it. The queue is bounded: a caller that stops reading stops the reader, and HTTP/2's
+    flow control holds the rest at the endpoint.
+    """
 
     def __init__(
         self,
@@ -162,6 +173,9 @@ class SageMakerBidiTransport:
         self._output: OutputStream | None = output
         self._text = b""  # a UTF8 message split into PARTIAL parts
         self._closed = False
+        self._inbox: asyncio.Queue[str | bytes | TtsError] = asyncio.Queue(INBOX_FRAMES)
+        self._ended: TtsError | None = None  # why the stream ended, once the reader saw it end
+        self._reader: asyncio.Task[None] | None = None
 
     async def send_text(self, data: str) -> None:
         await self._send(data.encode("utf-8"), "UTF8")
@@ -177,16 +191,42 @@ class SageMakerBidiTransport:
             raise map_sdk_error(exc, endpoint_name=self._endpoint) from exc
 
     async def receive(self) -> str | bytes:
+        """The next frame; TtsConnectionError (or the endpoint's error) once the stream has ended.
+        Cancelling a waiting receive loses nothing and leaves the stream usable."""
+        if self._ended is not None and self._inbox.empty():
+            raise self._ended
+        if self._reader is None and not self._closed:
+            self._reader = asyncio.create_task(self._read(), name=f"sagemaker-bidi-reader-{self._endpoint}")
+        item = await self._inbox.get()
+        if isinstance(item, TtsError):
+            raise item
+        return item
+
+    async def _read(self) -> None:
+        """The reader: every frame into the inbox, then what ended the stream (the end marker)."""
+        ended: TtsError = TtsConnectionError(f"{self._endpoint}: the connection is closed")
         try:
             if self._output is None:
                 _, self._output = await self._stream.await_output()
             while True:
-                event = await self._output.receive()
-                frame = self._frame(event)
-                if frame is not None:
-                    return frame
-        except Exception as exc:
-            raise map_sdk_error(exc, endpoint_name=self._endpoint) from exc
+                frame = self._frame(await self._output.receive())
+                if frame is not None and not self._closed:
+                    await self._inbox.put(frame)
+        except asyncio.CancelledError:
+            pass  # close() gave up waiting for the endpoint: the stream is being dropped
+        except Exception as exc:  # noqa: BLE001 - every end of the stream is the consumer's to see
+            ended = map_sdk_error(exc, endpoint_name=self._endpoint)
+        finally:
+            self._end(ended)
+
+    def _end(self, reason: TtsError) -> None:
+        """Mark the stream ended and wake a waiting receive, whatever the queue holds."""
+        self._ended = reason
+        if self._closed:  # nobody reads a closed transport's frames: the marker must fit
+            while not self._inbox.empty():
+                self._inbox.get_nowait()
+        with contextlib.suppress(asyncio.QueueFull):
+            self._inbox.put_nowait(reason)
 
     def _frame(self, event: Any) -> str | bytes | None:
         """One response event as a frame; None when it completes nothing yet."""
@@ -213,25 +253,31 @@ class SageMakerBidiTransport:
         log.debug("ignoring an unknown response event %r", event)
         return None
 
-    @staticmethod
-    async def _drain(output: OutputStream) -> None:
-        while await output.receive() is not None:
-            pass
-
     async def close(self) -> None:
-        """End our side, let the endpoint end its side, then drop the connection."""
+        """End our side, let the endpoint end its side (the reader sees the end), then drop the
+        connection; frames still unread are dropped."""
         if self._closed:
             return
         self._closed = True
+        while not self._inbox.empty():  # frees a reader waiting to put a frame nobody will read
+            self._inbox.get_nowait()
         try:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._stream.input_stream.close(), timeout=5.0)
+            reader = self._reader
+            if reader is None and self._output is not None and self._ended is None:
+                reader = self._reader = asyncio.create_task(self._read())  # reads to the endpoint's end
+            if reader is not None:
+                # the endpoint ends its side once ours has ended; past the wait, the stream is dropped
+                await asyncio.wait({reader}, timeout=CLOSE_DRAIN_S)
+                if not reader.done():
+                    reader.cancel()
+                    await asyncio.wait({reader}, timeout=1.0)
             if self._output is not None:
-                with contextlib.suppress(Exception):  # the endpoint ends its side once ours has ended
-                    await asyncio.wait_for(self._drain(self._output), timeout=CLOSE_DRAIN_S)
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._output.close(), timeout=5.0)
         finally:
+            self._end(TtsConnectionError(f"{self._endpoint}: the connection is closed"))
             if self._on_close is not None:
                 with contextlib.suppress(Exception):
                     await self._on_close()

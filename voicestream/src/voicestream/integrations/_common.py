@@ -10,7 +10,8 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from voicestream.chunker import IncrementalSentenceChunker
 from voicestream.clients import TtsSession
@@ -20,15 +21,53 @@ from voicestream.protocol import SAMPLE_RATES, WordTime
 @dataclass(frozen=True, kw_only=True)
 class KokoroTarget:
     """The server: a local one by ``url`` (``http://127.0.0.1:8080``) or a SageMaker endpoint by
-    ``endpoint_name`` (+ ``region``; credentials from boto3's usual chain)."""
+    ``endpoint_name``, with the SageMaker options every plugin takes as keyword arguments:
+
+    * ``region``: else boto3's (``AWS_REGION``, the profile's);
+    * ``endpoint_url``: the runtime's HTTPS URL, for a stand-in or a VPC endpoint (else
+      ``AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME`` / ``AWS_ENDPOINT_URL``, else the Region's, port 8443);
+    * ``ca_bundle``: a PEM file the TLS connection trusts instead of the system's (else
+      ``AWS_CA_BUNDLE`` / the profile's); verification cannot be turned off;
+    * credentials: ``aws_access_key_id`` + ``aws_secret_access_key`` (+ ``aws_session_token``), or
+      ``profile_name``, or a ``boto_session``; else boto3's default chain.
+    """
 
     url: str | None = None
     endpoint_name: str | None = None
     region: str | None = None
+    endpoint_url: str | None = None
+    ca_bundle: str | None = None
+    aws_access_key_id: str | None = None
+    aws_secret_access_key: str | None = field(default=None, repr=False)
+    aws_session_token: str | None = field(default=None, repr=False)
+    profile_name: str | None = None
+    boto_session: Any | None = field(default=None, repr=False)  # a boto3.Session
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.endpoint_name is None):
             raise ValueError("give exactly one of url (a local server) or endpoint_name (SageMaker)")
+        given = [name for name in _SAGEMAKER_OPTIONS if getattr(self, name) is not None]
+        if self.url is not None and given:
+            raise ValueError(f"{given[0]}: a SageMaker option; a local server (url) takes none of {', '.join(given)}")
+        if self.endpoint_url is not None and not self.endpoint_url.startswith("https://"):
+            raise ValueError(f"endpoint_url: {self.endpoint_url!r} must be https:// (SageMaker's bidirectional "
+                             "stream is HTTP/2 over TLS)")
+        if (self.aws_access_key_id is None) != (self.aws_secret_access_key is None):
+            raise ValueError("aws_access_key_id and aws_secret_access_key: give both or neither")
+        if self.boto_session is not None and (self.aws_access_key_id is not None or self.profile_name is not None):
+            raise ValueError("boto_session: give either a boto_session or keys / profile_name, not both")
+
+    def _boto_session(self) -> Any | None:
+        """The boto3 session the options name; None: boto3's default chain."""
+        if self.boto_session is not None:
+            return self.boto_session
+        if self.aws_access_key_id is None and self.profile_name is None:
+            return None
+        import boto3
+
+        return boto3.Session(aws_access_key_id=self.aws_access_key_id, aws_secret_access_key=self.aws_secret_access_key,
+                             aws_session_token=self.aws_session_token, profile_name=self.profile_name,
+                             region_name=self.region)
 
     async def connect(self, *, open_timeout: float, raise_errors: bool = True) -> TtsSession:
         # receive_timeout None: a session waits for the LLM's next words as long as the LLM takes;
@@ -41,8 +80,14 @@ class KokoroTarget:
         from voicestream.clients import connect_sagemaker
 
         assert self.endpoint_name is not None
-        return await connect_sagemaker(self.endpoint_name, region=self.region, receive_timeout=None,
-                                       connect_timeout=open_timeout, raise_errors=raise_errors)
+        return await connect_sagemaker(self.endpoint_name, region=self.region, boto_session=self._boto_session(),
+                                       endpoint_url=self.endpoint_url, ca_bundle=self.ca_bundle,
+                                       receive_timeout=None, connect_timeout=open_timeout, raise_errors=raise_errors)
+
+
+#: What only a SageMaker endpoint takes (KokoroTarget's docstring).
+_SAGEMAKER_OPTIONS = ("region", "endpoint_url", "ca_bundle", "aws_access_key_id", "aws_secret_access_key",
+                      "aws_session_token", "profile_name", "boto_session")
 
 
 def check_sample_rate(sample_rate: int) -> int:

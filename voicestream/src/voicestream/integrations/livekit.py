@@ -6,6 +6,7 @@
 
     session = AgentSession(stt=..., llm=..., tts=KokoroTTS(url="http://127.0.0.1:8080", voice="af_heart"))
     # or a SageMaker endpoint: KokoroTTS(endpoint_name="kokoro-tts", region="us-east-1")
+    # (endpoint_url=, ca_bundle=, aws_access_key_id= ... for a stand-in or other credentials)
 
 Each answer (one ``SynthesizeStream``) is one turn on one session: the LLM's text is cut by the
 project's chunker as it arrives (the first clause once it has five words, then whole sentences) and
@@ -24,7 +25,7 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from livekit.agents import (
     DEFAULT_API_CONNECT_OPTIONS,
@@ -81,8 +82,9 @@ def _api_error(exc: TtsError) -> APIError:
 class KokoroTTS(tts.TTS[Literal["metrics_collected", "error"]]):
     """Kokoro through voicestream's bidirectional stream: streaming, with aligned transcripts.
 
-    ``url``: a server's base URL (``http://127.0.0.1:8080``); or ``endpoint_name`` (+ ``region``)
-    for a SageMaker endpoint. ``voice``: any Kokoro voice or blend (``af_bella(2)+af_sky(1)``);
+    ``url``: a server's base URL (``http://127.0.0.1:8080``); or ``endpoint_name`` for a SageMaker
+    endpoint, with its options (``region``, ``endpoint_url``, ``ca_bundle``, credentials:
+    ``_common.KokoroTarget``; docs/integrations.md). ``voice``: any Kokoro voice or blend (``af_bella(2)+af_sky(1)``);
     None: the server's default. ``speed``: 0.5-2.0. ``sample_rate``: pcm the server encodes at (8000,
     16000, 22050, 24000, 44100 or 48000; Kokoro's own is 24000).
     """
@@ -93,6 +95,13 @@ class KokoroTTS(tts.TTS[Literal["metrics_collected", "error"]]):
         url: str | None = None,
         endpoint_name: str | None = None,
         region: str | None = None,
+        endpoint_url: str | None = None,
+        ca_bundle: str | None = None,
+        aws_access_key_id: str | None = None,
+        aws_secret_access_key: str | None = None,
+        aws_session_token: str | None = None,
+        profile_name: str | None = None,
+        boto_session: Any | None = None,
         voice: str | None = None,
         speed: float | None = None,
         sample_rate: int = NATIVE_SAMPLE_RATE,
@@ -100,7 +109,10 @@ class KokoroTTS(tts.TTS[Literal["metrics_collected", "error"]]):
     ) -> None:
         super().__init__(capabilities=tts.TTSCapabilities(streaming=True, aligned_transcript=True),
                          sample_rate=check_sample_rate(sample_rate), num_channels=1)
-        self._target = KokoroTarget(url=url, endpoint_name=endpoint_name, region=region)
+        self._target = KokoroTarget(
+            url=url, endpoint_name=endpoint_name, region=region, endpoint_url=endpoint_url, ca_bundle=ca_bundle,
+            aws_access_key_id=aws_access_key_id, aws_secret_access_key=aws_secret_access_key,
+            aws_session_token=aws_session_token, profile_name=profile_name, boto_session=boto_session)
         self._opts = _Options(voice=voice, speed=speed)
         self._connect_timeout = connect_timeout
         self._pool = SessionPool(self._open)

@@ -6,6 +6,7 @@
 
     tts = KokoroTTSService(url="http://127.0.0.1:8080", voice="af_bella(2)+af_sky(1)")
     # or a SageMaker endpoint: KokoroTTSService(endpoint_name="kokoro-tts", region="us-east-1")
+    # (endpoint_url=, ca_bundle=, aws_access_key_id= ... for a stand-in or other credentials)
     pipeline = Pipeline([transport.input(), stt, user_agg, llm, tts, transport.output(), assistant_agg])
 
 One session for the service's life. The LLM's tokens reach ``run_tts`` as they come (pipecat's
@@ -71,8 +72,9 @@ class _Context:
 class KokoroTTSService(TTSService):
     """Kokoro through voicestream's bidirectional stream; see the module's docstring.
 
-    ``url`` (a server's base URL) or ``endpoint_name`` (+ ``region``) for a SageMaker endpoint
-    (credentials from boto3's chain). ``voice``: any Kokoro voice or blend; None: the server's
+    ``url`` (a server's base URL) or ``endpoint_name`` for a SageMaker endpoint, with its options
+    (``region``, ``endpoint_url``, ``ca_bundle``, credentials; else boto3's: ``_common.KokoroTarget``,
+    docs/integrations.md). ``voice``: any Kokoro voice or blend; None: the server's
     default. ``speed``: 0.5-2.0. ``sample_rate``: None takes the pipeline's output rate; the server
     encodes pcm at 8000, 16000, 22050, 24000, 44100 or 48000.
     """
@@ -83,6 +85,13 @@ class KokoroTTSService(TTSService):
         url: str | None = None,
         endpoint_name: str | None = None,
         region: str | None = None,
+        endpoint_url: str | None = None,
+        ca_bundle: str | None = None,
+        aws_access_key_id: str | None = None,
+        aws_secret_access_key: str | None = None,
+        aws_session_token: str | None = None,
+        profile_name: str | None = None,
+        boto_session: Any | None = None,
         voice: str | None = None,
         speed: float | None = None,
         sample_rate: int | None = None,
@@ -100,7 +109,10 @@ class KokoroTTSService(TTSService):
             settings=TTSSettings(model="kokoro-82m", voice=voice, language=None),
             **kwargs,
         )
-        self._target = KokoroTarget(url=url, endpoint_name=endpoint_name, region=region)
+        self._target = KokoroTarget(
+            url=url, endpoint_name=endpoint_name, region=region, endpoint_url=endpoint_url, ca_bundle=ca_bundle,
+            aws_access_key_id=aws_access_key_id, aws_secret_access_key=aws_secret_access_key,
+            aws_session_token=aws_session_token, profile_name=profile_name, boto_session=boto_session)
         self._speed = speed
         self._connect_timeout = connect_timeout
         self._session: TtsSession | None = None
