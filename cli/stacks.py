@@ -16,7 +16,7 @@ TTS_STACKS = (FOUNDATION_STACK, MODEL_CACHE_STACK, ENDPOINT_STACK)  # deploy ord
 ALL_STACKS = (*TTS_STACKS, AGENT_STACK)
 
 FOUNDATION_OUTPUTS = ("SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId",
-                      "AgentRuntimeName")
+                      "AgentRuntimeName", "CdkDiffPolicyArn")
 MODEL_CACHE_OUTPUTS = ("BucketName", "ModelPrefix", "LogBucketName")
 ENDPOINT_OUTPUTS = ("EndpointName", "ModelName", "AlarmTopicArn", "DeployContext")
 AGENT_OUTPUTS = ("RuntimeArn", "RuntimeId", "RuntimeName")

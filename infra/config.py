@@ -11,12 +11,13 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
-
-from constructs import IConstruct
+from typing import TYPE_CHECKING, Any, Final
 
 from infra.capacity import MEASURED, RESULTS, scaling_target
 from infra.defaults import BOOTSTRAP_QUALIFIER_KEY, DEFAULT_QUALIFIER, shared_defaults
+
+if TYPE_CHECKING:  # no CDK import at run time: the CLIs validate their flags with these rules
+    from constructs import IConstruct
 
 MODEL_CACHE_ROOT: Final = "models/kokoro-82m"
 """Key prefix under which the CLI syncs each Hugging Face revision (one folder per revision)."""
@@ -52,12 +53,18 @@ _NEURON_FAMILY = re.compile(r"^(inf|trn)\d")
 _GPU_FAMILY = re.compile(r"^(g|p)\d")
 
 
+DEPLOY_CONTEXT_KEYS: Final = ("instanceType", "engine", "endpointName", "minInstances", "maxInstances",
+                               "modelRevision", ALARM_EMAIL_KEY)
+"""The settings deploy-tts sets by flag; the endpoint stack's DeployContext output records them."""
+
+
 class ConfigError(ValueError):
     """A context value is missing or invalid; the message names the context key."""
 
     def __init__(self, key: str, problem: str) -> None:
         super().__init__(f"context key '{key}': {problem} (set it in cdk.json or with -c {key}=...)")
         self.key = key
+        self.problem = problem
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -86,6 +93,17 @@ class Settings:
     alarm_email: str | None = None
     """Subscribed (email protocol) to the alarm topic when set."""
     warnings: tuple[str, ...] = ()
+
+    def deploy_context(self) -> dict[str, str | int]:
+        """The DEPLOY_CONTEXT_KEYS as this deploy received them (alarmEmail only when set)."""
+        context: dict[str, str | int] = {
+            "instanceType": self.instance_type, "engine": self.engine, "endpointName": self.endpoint_name,
+            "minInstances": self.min_instances, "maxInstances": self.max_instances,
+            "modelRevision": self.model_revision,
+        }
+        if self.alarm_email:
+            context[ALARM_EMAIL_KEY] = self.alarm_email
+        return context
 
     @property
     def model_prefix(self) -> str:

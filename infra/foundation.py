@@ -16,6 +16,7 @@ from aws_cdk import aws_iam as iam
 from constructs import Construct
 
 from infra.config import Settings
+from infra.defaults import STACK_AGENT, STACK_ENDPOINT, STACK_FOUNDATION, STACK_MODEL_CACHE
 from infra.shared import (
     ecr_pull_statements,
     invoke_endpoint_statement,
@@ -29,8 +30,8 @@ AGENTCORE_METRIC_NAMESPACE = "bedrock-agentcore"
 
 
 class FoundationStack(Stack):
-    """Roles and the invoke policy; outputs SageMakerRoleArn, AgentRuntimeRoleArn, InvokePolicyArn,
-    BedrockModelId."""
+    """Roles and two managed policies; outputs SageMakerRoleArn, AgentRuntimeRoleArn, InvokePolicyArn,
+    CdkDiffPolicyArn, BedrockModelId, AgentRuntimeName."""
 
     def __init__(self, scope: Construct, construct_id: str, *, settings: Settings, **kwargs: Any) -> None:
         super().__init__(scope, construct_id,
@@ -43,6 +44,7 @@ class FoundationStack(Stack):
             description=f"Invoke the {settings.endpoint_name} TTS endpoint (all three streaming modes)",
             statements=[invoke_endpoint_statement(self, settings.endpoint_name)],
         )
+        self.diff_policy = self._cdk_diff_policy()
 
         CfnOutput(self, "SageMakerRoleArn", value=self.sagemaker_role.role_arn,
                   description="Execution role of the SageMaker model")
@@ -57,6 +59,36 @@ class FoundationStack(Stack):
                   description="AgentCore runtime name the agent role is scoped to")
         CfnOutput(self, "InvokePolicyArn", value=self.invoke_policy.managed_policy_arn,
                   description="Attach to a user or role that calls the TTS endpoint")
+        CfnOutput(self, "CdkDiffPolicyArn", value=self.diff_policy.managed_policy_arn,
+                  description="Attach to CI's role: read-only `deploy-tts diff --deployed` / `deploy-agent diff`")
+
+    def _cdk_diff_policy(self) -> iam.ManagedPolicy:
+        """What CI's read-only diff needs and nothing that writes: the stacks' outputs and templates
+        (the CLIs read DeployContext, EndpointName, BedrockModelId), and the CDK bootstrap's lookup
+        role, which `cdk diff --no-change-set` assumes to read the deployed templates (with a change
+        set it would assume the deploy role instead: CDK CLI, `diff --change-set` help)."""
+        stack = Stack.of(self)
+        qualifier = self.settings.bootstrap_qualifier
+        stacks = [stack.format_arn(service="cloudformation", resource="stack", resource_name=f"{name}/*")
+                  for name in (STACK_FOUNDATION, STACK_MODEL_CACHE, STACK_ENDPOINT, STACK_AGENT)]
+        return iam.ManagedPolicy(
+            self, "CdkDiffPolicy",
+            description="Read-only: the Kokoro stacks' outputs and templates, and the CDK lookup role",
+            statements=[
+                iam.PolicyStatement(sid="ReadKokoroStacks", resources=stacks,
+                                    actions=["cloudformation:DescribeStacks", "cloudformation:GetTemplate"]),
+                iam.PolicyStatement(
+                    sid="AssumeCdkLookupRole", actions=["sts:AssumeRole"],
+                    resources=[stack.format_arn(service="iam", region="", account=stack.account, resource="role",
+                                                resource_name=f"cdk-{qualifier}-lookup-role-{stack.account}-"
+                                                              f"{stack.region}")]),
+                iam.PolicyStatement(
+                    # The CLI checks the bootstrap version itself when it cannot assume the lookup role.
+                    sid="ReadBootstrapVersion", actions=["ssm:GetParameter"],
+                    resources=[stack.format_arn(service="ssm", resource="parameter",
+                                                resource_name=f"cdk-bootstrap/{qualifier}/version")]),
+            ],
+        )
 
     def _sagemaker_role(self) -> iam.Role:
         """Pull the image, write the endpoint's logs and metrics; S3 read is added by the cache stack."""
@@ -101,10 +133,11 @@ class FoundationStack(Stack):
             put_metric_data_statement(AGENTCORE_METRIC_NAMESPACE),
             iam.PolicyStatement(
                 sid="WorkloadAccessToken",
-                actions=["bedrock-agentcore:GetWorkloadAccessToken",
-                         "bedrock-agentcore:GetWorkloadAccessTokenForJWT",
-                         "bedrock-agentcore:GetWorkloadAccessTokenForUserId"],
-                # AgentCore Runtime fetches the agent's workload identity token on each call.
+                # The token of an invocation signed with SigV4 and no user id, the only way this
+                # runtime is called (no JWT authorizer, no X-Amzn-Bedrock-AgentCore-Runtime-User-Id
+                # header): ...ForJWT and ...ForUserId serve paths it never takes, and AWS advises
+                # denying ForUserId where it is not needed (AgentCore guide, runtime permissions).
+                actions=["bedrock-agentcore:GetWorkloadAccessToken"],
                 resources=[
                     stack.format_arn(service="bedrock-agentcore", resource="workload-identity-directory",
                                      resource_name="default"),
@@ -127,24 +160,11 @@ class FoundationStack(Stack):
             inline_policies={"KokoroVoiceAgent": iam.PolicyDocument(statements=statements)},
         )
 
-    @staticmethod
-    def _marketplace_statement() -> iam.PolicyStatement:
-        """The first call to a third-party model (Anthropic) subscribes the account through AWS
-        Marketplace, with the caller's permissions: without these it fails with AccessDenied
-        (Bedrock user guide, "Request access to models": aws-marketplace:Subscribe, Unsubscribe
-        and ViewSubscriptions). AWS documents narrowing Subscribe/Unsubscribe by
-        aws-marketplace:ProductId; the product id of a model is not derivable from its model id,
-        so the grant is unconditioned (docs/infrastructure.md)."""
-        return iam.PolicyStatement(
-            sid="BedrockMarketplaceSubscription",
-            actions=["aws-marketplace:ViewSubscriptions", "aws-marketplace:Subscribe",
-                     "aws-marketplace:Unsubscribe"],
-            # Resource "*" is required: these actions support no resource-level permissions.
-            resources=["*"],
-        )
-
     def _bedrock_statements(self) -> list[iam.PolicyStatement]:
-        """Streaming invoke of the configured model only.
+        """Streaming invoke of the configured model only. No AWS Marketplace action: the
+        deployer's first call subscribes the account (cli/bedrock.py, check_first_call), after
+        which Bedrock answers any caller allowed to invoke the model (Bedrock user guide,
+        "Access Amazon Bedrock foundation models").
 
         For a cross-Region inference profile the caller needs the profile ARN and the foundation
         model in every Region the profile routes to; the condition keeps that second grant usable
@@ -154,9 +174,8 @@ class FoundationStack(Stack):
         actions = ["bedrock:InvokeModelWithResponseStream"]
         model = self.settings.bedrock_foundation_model
         geo = self.settings.bedrock_geo
-        marketplace = self._marketplace_statement()
         if geo is None:
-            return [marketplace, iam.PolicyStatement(
+            return [iam.PolicyStatement(
                 sid="InvokeBedrockModel", actions=actions,
                 resources=[stack.format_arn(service="bedrock", account="",
                                             resource="foundation-model", resource_name=model)],
@@ -170,7 +189,6 @@ class FoundationStack(Stack):
             model_arns.append(stack.format_arn(service="bedrock", region="", account="",
                                                resource="foundation-model", resource_name=model))
         return [
-            marketplace,
             iam.PolicyStatement(sid="InvokeInferenceProfile", actions=actions, resources=[profile_arn]),
             iam.PolicyStatement(
                 sid="InvokeProfileModel", actions=actions, resources=model_arns,

@@ -17,12 +17,6 @@ STAR_RESOURCE_ALLOWED: Final[Mapping[str, str]] = {
     "xray:PutTelemetryRecords": "no resource-level permissions (daemon telemetry)",
     "xray:GetSamplingRules": "no resource-level permissions (sampling config read)",
     "xray:GetSamplingTargets": "no resource-level permissions (sampling config read)",
-    "aws-marketplace:ViewSubscriptions": "no resource-level permissions; Bedrock's first call to a "
-                                         "third-party model checks the account's subscription",
-    "aws-marketplace:Subscribe": "no resource-level permissions; Bedrock subscribes the account on the "
-                                 "first call to a third-party model (Bedrock user guide, model access)",
-    "aws-marketplace:Unsubscribe": "no resource-level permissions; listed by Bedrock's model-access guide "
-                                   "with Subscribe",
 }
 """action -> why Resource "*" is unavoidable for it."""
 

@@ -24,8 +24,7 @@ IAM5: Final = "AwsSolutions-IAM5"
 REASON_STAR_RESOURCE: Final = (
     "Resource '*' only for actions that support no resource-level permissions: "
     "ecr:GetAuthorizationToken, cloudwatch:PutMetricData (limited by a cloudwatch:namespace "
-    "condition) and, for the agent, X-Ray PutTraceSegments/PutTelemetryRecords/GetSampling* and "
-    "the AWS Marketplace subscription actions Bedrock's first call to a third-party model needs.")
+    "condition) and, for the agent, X-Ray PutTraceSegments/PutTelemetryRecords/GetSampling*.")
 REASON_LOG_STREAMS: Final = (
     "Log stream names are generated per instance/session at run time; the grant is limited to "
     "streams of the one log group this service writes.")
@@ -66,6 +65,12 @@ def apply(built: KokoroApp) -> None:
              "A cross-Region inference profile may route to this model in any Region of its "
              "geography; the statement names one model and requires bedrock:InferenceProfileArn "
              "to be the configured profile.")
+
+    for stack in built.stacks:
+        _ack(built.foundation.diff_policy,
+             f"Resource::{_arn_prefix(built.foundation, 'cloudformation')}:stack/{stack.stack_name}/*",
+             "A stack ARN ends with the id CloudFormation generates at creation; the grant names the "
+             "stack and is read-only (DescribeStacks, GetTemplate).")
 
     cache = built.model_cache
     bucket = cache.bucket.node.default_child

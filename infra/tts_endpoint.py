@@ -118,6 +118,9 @@ class TtsEndpointStack(Stack):
         )
         # The log group exists before the container first writes, so it is the stack's, not SageMaker's.
         self.endpoint.node.add_dependency(self.observability.log_group)
+        self.rollback_alarm_read = self._grant_rollback_alarm_read(execution_role)
+        # An update's bake period reads the alarms with the role: the grant exists before any update.
+        self.endpoint.node.add_dependency(self.rollback_alarm_read)
         self.scalable_target = self._autoscaling(settings) if settings.autoscaling else None
         self.alarms = list(self.observability.alarms.values())
 
@@ -126,22 +129,10 @@ class TtsEndpointStack(Stack):
         CfnOutput(self, "ModelName", value=self.model.attr_model_name,
                   description="SageMaker model behind the endpoint")
         # What this template was synthesized with: `deploy-tts diff --deployed` (and CI) diffs with it.
-        CfnOutput(self, "DeployContext", value=json.dumps(self.deploy_context(settings), sort_keys=True),
+        CfnOutput(self, "DeployContext", value=json.dumps(settings.deploy_context(), sort_keys=True),
                   description="CDK context of this deploy (deploy-tts diff --deployed reads it)")
         CfnOutput(self, "AlarmTopicArn", value=self.observability.topic.topic_arn,
                   description="SNS topic every alarm of the endpoint notifies")
-
-    @staticmethod
-    def deploy_context(settings: Settings) -> dict[str, str | int]:
-        """The context keys deploy-tts passes, as this stack received them."""
-        context: dict[str, str | int] = {
-            "instanceType": settings.instance_type, "engine": settings.engine,
-            "endpointName": settings.endpoint_name, "minInstances": settings.min_instances,
-            "maxInstances": settings.max_instances, "modelRevision": settings.model_revision,
-        }
-        if settings.alarm_email:
-            context["alarmEmail"] = settings.alarm_email
-        return context
 
     def _deployment_config(self, settings: Settings) -> sagemaker.CfnEndpoint.DeploymentConfigProperty:
         """Rolling, half the fleet per batch, rolled back batch by batch when an alarm fires."""
@@ -161,6 +152,18 @@ class TtsEndpointStack(Stack):
             auto_rollback_configuration=sagemaker.CfnEndpoint.AutoRollbackConfigProperty(
                 alarms=[sagemaker.CfnEndpoint.AlarmProperty(alarm_name=self.observability.alarms[key].alarm_name)
                         for key in ROLLBACK_ALARMS]),
+        )
+
+    def _grant_rollback_alarm_read(self, role: iam.IRole) -> iam.Policy:
+        """SageMaker reads the auto-rollback alarms with the endpoint's execution role: "Ensure that
+        your IAM execution role has permission to perform the cloudwatch:DescribeAlarms action on
+        the auto-rollback alarms you specify" (SageMaker guide, Auto-Rollback Configuration).
+        Attached here, beside the alarms, as the model-cache stack attaches its read grant."""
+        return iam.Policy(
+            self, "RollbackAlarmRead", roles=[role],
+            statements=[iam.PolicyStatement(
+                sid="DescribeRollbackAlarms", actions=["cloudwatch:DescribeAlarms"],
+                resources=[self.observability.alarms[key].alarm_arn for key in ROLLBACK_ALARMS])],
         )
 
     @staticmethod

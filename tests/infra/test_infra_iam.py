@@ -93,16 +93,10 @@ def test_agent_role_exact_grants(default_synth: Synthesized) -> None:
         "xray:PutTelemetryRecords": {"*"},
         "xray:GetSamplingRules": {"*"},
         "xray:GetSamplingTargets": {"*"},
-        # Bedrock's first call to a third-party model subscribes through AWS Marketplace.
-        "aws-marketplace:ViewSubscriptions": {"*"},
-        "aws-marketplace:Subscribe": {"*"},
-        "aws-marketplace:Unsubscribe": {"*"},
+        # No aws-marketplace action (the deployer's first call subscribes), no token for a JWT or
+        # a user id (no authorizer, no caller sends one).
         "cloudwatch:PutMetricData": {"*"},
         "bedrock-agentcore:GetWorkloadAccessToken": {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
-        "bedrock-agentcore:GetWorkloadAccessTokenForJWT":
-            {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
-        "bedrock-agentcore:GetWorkloadAccessTokenForUserId":
-            {identity, f"{identity}/workload-identity/kokoro_voice_agent-*"},
     }
     profile_model = [s for s in statements if s.get("Sid") == "InvokeProfileModel"]
     assert profile_model[0]["Condition"]["StringLike"]["bedrock:InferenceProfileArn"]
@@ -137,11 +131,27 @@ def test_sagemaker_role_exact_grants(default_synth: Synthesized) -> None:
         "cloudwatch:PutMetricData": {"*"},
         "s3:GetObject": {f"${{ModelBucketB33D855B.Arn}}/{prefix}*"},
         "s3:ListBucket": {"${ModelBucketB33D855B.Arn}"},
+        # The rollback alarms only (SageMaker reads them with this role during an update).
+        "cloudwatch:DescribeAlarms": {"${ObservabilitySlowFirstAudioAlarm07245FDF.Arn}",
+                                      "${ObservabilityInvocation5xxAlarm0BB55F59.Arn}"},
     }
 
 
 def test_invoke_managed_policy_is_the_three_actions_on_the_endpoint(default_synth: Synthesized) -> None:
     resources = default_synth.templates["KokoroTtsFoundation"]["Resources"]
-    (policy,) = [r for r in resources.values() if r["Type"] == "AWS::IAM::ManagedPolicy"]
+    (policy,) = [r for key, r in resources.items() if key.startswith("InvokeEndpointPolicy")]
     assert grants(policy["Properties"]["PolicyDocument"]["Statement"]) == {a: {ENDPOINT_ARN} for a in INVOKE}
+
+
+def test_ci_diff_policy_reads_and_never_writes(default_synth: Synthesized) -> None:
+    resources = default_synth.templates["KokoroTtsFoundation"]["Resources"]
+    (policy,) = [r for key, r in resources.items() if key.startswith("CdkDiffPolicy")]
+    stacks = {f"arn:{P}:cloudformation:{R}:{A}:stack/{name}/*" for name in
+              ("KokoroTtsFoundation", "KokoroTtsModelCache", "KokoroTtsEndpoint", "KokoroAgentRuntime")}
+    assert grants(policy["Properties"]["PolicyDocument"]["Statement"]) == {
+        "cloudformation:DescribeStacks": stacks,
+        "cloudformation:GetTemplate": stacks,
+        "sts:AssumeRole": {f"arn:{P}:iam::{A}:role/cdk-hnb659fds-lookup-role-{A}-{R}"},
+        "ssm:GetParameter": {f"arn:{P}:ssm:{R}:{A}:parameter/cdk-bootstrap/hnb659fds/version"},
+    }
 

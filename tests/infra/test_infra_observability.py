@@ -22,13 +22,18 @@ def _alarm(synth: Synthesized, metric: str) -> dict[str, Any]:
     return props
 
 
-def test_first_audio_p95_alarm_uses_the_configured_budget(default_synth: Synthesized,
-                                                          override_synth: Synthesized) -> None:
-    alarm = _alarm(default_synth, "FirstAudioMs")
-    assert alarm["Namespace"] == "KokoroTTS/kokoro-tts" and alarm["ExtendedStatistic"] == "p95"
-    assert alarm["Threshold"] == 1000 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+def test_first_audio_alarm_counts_utterances_over_the_configured_budget(default_synth: Synthesized,
+                                                                        override_synth: Synthesized) -> None:
+    alarm = _alarm(default_synth, "SlowFirstAudio")
+    assert alarm["Namespace"] == "KokoroTTS/kokoro-tts" and alarm["Statistic"] == "Sum"
+    assert alarm["Threshold"] == 3 and alarm["ComparisonOperator"] == "GreaterThanOrEqualToThreshold"
     assert alarm["Period"] == 60 and (alarm["DatapointsToAlarm"], alarm["EvaluationPeriods"]) == (3, 5)
-    assert _alarm(override_synth, "FirstAudioMs")["Threshold"] == 750
+    assert alarm["AlarmName"] == "kokoro-tts-slow-first-audio"
+    for synth, budget in ((default_synth, 1000), (override_synth, 750)):
+        (flt,) = [r["Properties"] for r in synth.templates["KokoroTtsEndpoint"]["Resources"].values()
+                  if r["Type"] == "AWS::Logs::MetricFilter"
+                  and r["Properties"]["MetricTransformations"][0]["MetricName"] == "SlowFirstAudio"]
+        assert flt["FilterPattern"].endswith(f"($.first_audio_ms > {budget}) }}")
 
 
 def test_no_alarm_pages_an_idle_endpoint(default_synth: Synthesized) -> None:

@@ -15,7 +15,7 @@ from infra_support import STACK_NAMES, Synthesized
 REPO = Path(__file__).resolve().parents[2]
 EXPECTED_OUTPUTS = {
     "KokoroTtsFoundation": {"SageMakerRoleArn", "AgentRuntimeRoleArn", "InvokePolicyArn", "BedrockModelId",
-                            "AgentRuntimeName"},
+                            "AgentRuntimeName", "CdkDiffPolicyArn"},
     "KokoroTtsModelCache": {"BucketName", "ModelPrefix", "LogBucketName"},
     "KokoroTtsEndpoint": {"EndpointName", "ModelName", "AlarmTopicArn", "DeployContext"},
     "KokoroAgentRuntime": {"RuntimeArn", "RuntimeId", "RuntimeName"},

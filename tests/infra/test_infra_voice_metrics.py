@@ -73,7 +73,7 @@ def server_lines(kokoro_server: KokoroServer) -> list[str]:  # noqa: F811
 def test_every_deployed_pattern_is_plain_json_field_selection(default_synth: Synthesized) -> None:
     filters = deployed_filters(default_synth)
     assert set(filters) >= {"FirstAudioMs", "SynthesisMs", "StallMs", "Utterances", "OpenSessions",
-                            "QueuedModelJobs", "ContainerRestarts"}
+                            "QueuedModelJobs", "ContainerRestarts", "SlowFirstAudio"}
     groups = default_synth.templates["KokoroTtsEndpoint"]["Resources"]
     for name, props in filters.items():
         # The stack's own log group, named where SageMaker writes the endpoint's container output.
@@ -103,6 +103,22 @@ def test_utterance_lines_of_both_routes_feed_first_audio_and_format(
     assert {"mp3", "wav"} <= formats
     for name in ("SynthesisMs", "StallMs"):
         assert any(matches(filters[name]["FilterPattern"], ln) for ln in hits), name
+
+
+def test_only_utterances_over_the_budget_feed_the_late_count(default_synth: Synthesized,
+                                                             server_lines: list[str]) -> None:
+    """The alarm's count: a real utterance line is counted once its first audio exceeds the
+    budget (1000 ms by default), here by raising the field of a real line past it."""
+    late = deployed_filters(default_synth)["SlowFirstAudio"]
+    assert late["MetricTransformations"][0]["MetricValue"] == "1"
+    utterances = [json.loads(ln) for ln in server_lines if '"kokoro_metric":"utterance"' in ln]
+    assert utterances
+    for line in utterances:
+        quick, slow = dict(line, first_audio_ms=999), dict(line, first_audio_ms=1001)
+        assert not matches(late["FilterPattern"], json.dumps(quick))
+        assert matches(late["FilterPattern"], json.dumps(slow))
+        assert matches(late["FilterPattern"], json.dumps(line)) == (line["first_audio_ms"] > 1000)
+    assert not any(matches(late["FilterPattern"], ln) for ln in server_lines if "utterance" not in ln)
 
 
 def test_load_lines_feed_sessions_and_queue(default_synth: Synthesized, server_lines: list[str]) -> None:
