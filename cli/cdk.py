@@ -224,8 +224,13 @@ def cdk_deploy(*, target: AwsTarget, stack: str, context: dict[str, str | int | 
 
 
 def cdk_diff(*, target: AwsTarget, stacks: list[str], context: dict[str, str | int | None], fail: bool) -> int:
-    """`cdk diff STACKS -c ...` (with `--fail`: non-zero on differences); return cdk's exit code."""
+    """`cdk diff STACKS --no-change-set -c ...` (with `--fail`: non-zero on differences); cdk's exit code.
+
+    Read-only on purpose: with a change set (CDK's default) the diff assumes the bootstrap's deploy
+    role and creates a change set; without one it reads the deployed templates through the lookup
+    role, which CI's CdkDiffPolicy allows (docs/infrastructure.md#cross-service-calls)."""
     node = check_node()
     if not node.ok:
         raise CliError(node.detail, hint=node.hint)
-    return run_cdk(target=target, args=["diff", *stacks, *context_args(context), *(["--fail"] if fail else [])])
+    return run_cdk(target=target, args=["diff", *stacks, "--no-change-set", *context_args(context),
+                                        *(["--fail"] if fail else [])])

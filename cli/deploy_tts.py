@@ -19,7 +19,7 @@ from cli.aws import (
 )
 from cli.aws_checks import endpoint_quota
 from cli.bedrock import resolve_bedrock_model_id
-from cli.cdk import ToolCheck, cdk_deploy, cdk_diff, context_args
+from cli.cdk import ToolCheck, cdk_deploy, cdk_diff
 from cli.commands import command_app, confirm_or_abort, connect, teardown_stacks
 from cli.live import live_report
 from cli.model_cache import sync_model_cache
@@ -28,12 +28,10 @@ from cli.options import (
     DEFAULT_ENDPOINT_NAME,
     DEFAULT_INSTANCE_TYPE,
     DEFAULT_MAX_INSTANCES,
-    DEFAULT_REVISION,
     DEFAULT_RUNTIME_NAME,
     AlarmEmail,
     DeleteImages,
     EndpointName,
-    Engine,
     EngineOpt,
     FailOnDiff,
     InstanceType,
@@ -41,6 +39,7 @@ from cli.options import (
     MaxInstances,
     MinInstances,
     ModelRevision,
+    PlannedInstanceType,
     Profile,
     Region,
     WaitTimeout,
@@ -49,13 +48,13 @@ from cli.options import (
 )
 from cli.plan import load_prices, make_plan, resolve_capacity
 from cli.plan import render as render_plan_text
-from cli.preflight import run_preflight
+from cli.preflight import check_credentials, run_preflight
 from cli.progress import Steps, byte_progress, confirm, err_console, out_console, poll_until
 from cli.scaling import AUTOSCALING_KEY, release_for_instance_change, restore_from_stack
 from cli.stacks import AGENT_STACK, ENDPOINT_STACK, FOUNDATION_STACK, MODEL_CACHE_STACK, TTS_STACKS
 from cli.status import NOT_FOUND, cache_report, endpoint_report, render_report, stack_report
 from cli.teardown import endpoint_log_group, runtime_log_groups
-from cli.tts_context import deployed_context, quota_check, tts_context
+from cli.tts_context import FLAGS, check_flags, deployed_context, flag_context, plan_settings, quota_check
 
 app = command_app(name="deploy-tts", help="Deploy and manage the Kokoro-82M TTS endpoint on Amazon SageMaker.")
 
@@ -139,44 +138,42 @@ def deploy_endpoint_stack(*, target: AwsTarget, context: dict[str, str | int | N
 
 @app.command()
 def deploy(
-    instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
-    engine: EngineOpt = Engine.torch,
-    endpoint_name: EndpointName = DEFAULT_ENDPOINT_NAME,
+    instance_type: InstanceType = None,
+    engine: EngineOpt = None,
+    endpoint_name: EndpointName = None,
     min_instances: MinInstances = None,
     max_instances: MaxInstances = None,
     model_dir: ModelDir = None,
-    model_revision: ModelRevision = DEFAULT_REVISION,
+    model_revision: ModelRevision = None,
     alarm_email: AlarmEmail = None,
     yes: Yes = False,
     wait_timeout: WaitTimeout = 3600,
     region: Region = None,
     profile: Profile = None,
 ) -> None:
-    """Deploy Foundation, ModelCache (then sync the model into it) and Endpoint, then wait for InService."""
+    """Deploy Foundation, ModelCache (then sync the model into it) and Endpoint, then wait for InService.
+
+    Settings without a flag keep their deployed values; the plan shows every change first."""
     with cli_errors():
-        context = tts_context(
-            instance_type=instance_type,
-            engine=engine,
-            endpoint_name=endpoint_name,
-            min_instances=min_instances,
-            max_instances=max_instances,
-            model_revision=model_revision,
-            alarm_email=alarm_email,
-        )
+        flags = flag_context(instance_type=instance_type, engine=engine.value if engine else None,
+                             endpoint_name=endpoint_name, min_instances=min_instances, max_instances=max_instances,
+                             model_revision=model_revision, alarm_email=alarm_email)
+        check_flags(flags)
         target = make_target(profile=profile, region=region)
-        source: ModelSource = (
-            LocalDirSource(model_dir) if model_dir else HuggingFaceSource(MODEL_REPO_ID, model_revision)
-        )
+        check_credentials(target)
+        plan = plan_settings(flags, deployed_context(target))
+        context = dict(plan.context)
+        revision = str(context["modelRevision"])
+        source: ModelSource = LocalDirSource(model_dir) if model_dir else HuggingFaceSource(MODEL_REPO_ID, revision)
         ident = run_preflight(target=target, extra=[_model_source_check(source), quota_check(target, context)],
                               platforms=("linux/amd64",))
         # The foundation is redeployed too: keep the Bedrock grant the agent's deploy chose.
         context["bedrockModelId"], model_source = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         console = err_console()
-        console.print(
-            f"Deploying to account [bold]{ident['account']}[/] in [bold]{target.region}[/]: "
-            f"{', '.join(TTS_STACKS)}\n  " + " ".join(context_args(context))
-            + f"\n  (bedrockModelId: {model_source})"
-        )
+        console.print(f"Deploying to account [bold]{ident['account']}[/] in [bold]{target.region}[/]: "
+                      f"{', '.join(TTS_STACKS)}")
+        console.print("\n".join([*plan.lines(), f"  bedrockModelId {context['bedrockModelId']} ({model_source})"]),
+                      markup=False, highlight=False)
         confirm_or_abort(yes=yes, ask=confirm)
         steps = Steps(total=5)
         with steps.step(f"Deploy {FOUNDATION_STACK}"):
@@ -192,7 +189,7 @@ def deploy(
                     bucket=cache["BucketName"],
                     prefix=cache["ModelPrefix"],
                     source=source,
-                    revision=model_revision,
+                    revision=revision,
                     progress=progress,
                 )
             console.print(f"Model cache s3://{result.bucket}/{result.prefix}: {result.summary}")
@@ -202,52 +199,50 @@ def deploy(
             outputs = stack_outputs(get_stack(target.client("cloudformation"), ENDPOINT_STACK))
             require_outputs(ENDPOINT_STACK, outputs, "EndpointName")
             wait_for_endpoint(target=target, name=outputs["EndpointName"], timeout_s=wait_timeout)
-        flags = target_flags(region, profile)
+        flags_again = target_flags(region, profile)
         out = out_console()
         out.print(f"[green]Endpoint {outputs['EndpointName']} is InService[/] (total {steps.elapsed()}).")
-        if alarm_email:
-            out.print(f"Alarms mail {alarm_email} once the address follows the link in SNS's confirmation mail.")
-        out.print(f"Next: deploy-tts status{flags}")
-        out.print(f"      deploy-tts say --help{flags}")
-        out.print(f"      deploy-agent deploy{flags}   (the voice agent that speaks through this endpoint)")
+        if context.get("alarmEmail") and context.get("alarmEmail") != plan.baseline.get("alarmEmail"):
+            out.print(f"Alarms mail {context['alarmEmail']} once the address follows the link in SNS's "
+                      "confirmation mail.")
+        out.print(f"Next: deploy-tts status{flags_again}")
+        out.print(f"      deploy-tts say --help{flags_again}")
+        out.print(f"      deploy-agent deploy{flags_again}   (the voice agent that speaks through this endpoint)")
 
 
 @app.command()
 def diff(
-    instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
-    engine: EngineOpt = Engine.torch,
-    endpoint_name: EndpointName = DEFAULT_ENDPOINT_NAME,
+    instance_type: InstanceType = None,
+    engine: EngineOpt = None,
+    endpoint_name: EndpointName = None,
     min_instances: MinInstances = None,
     max_instances: MaxInstances = None,
-    model_revision: ModelRevision = DEFAULT_REVISION,
+    model_revision: ModelRevision = None,
     alarm_email: AlarmEmail = None,
     deployed: Annotated[
-        bool, typer.Option("--deployed", help="Diff with the context the deployed stacks were deployed with "
-                           "(the Endpoint stack's DeployContext output) instead of these flags: what CI runs.")
+        bool, typer.Option("--deployed", help="Diff with exactly the deployed settings (refuses setting flags); "
+                           "without flags that is also the default. What CI runs.")
     ] = False,
     fail: FailOnDiff = False,
     region: Region = None,
     profile: Profile = None,
 ) -> None:
-    """Show `cdk diff` of the three TTS stacks against what is deployed (exit code of cdk)."""
+    """`cdk diff` of the three TTS stacks: what `deploy` with the same flags would change (exit code of cdk)."""
     with cli_errors():
-        context = tts_context(
-            instance_type=instance_type,
-            engine=engine,
-            endpoint_name=endpoint_name,
-            min_instances=min_instances,
-            max_instances=max_instances,
-            model_revision=model_revision,
-            alarm_email=alarm_email,
-        )
+        flags = flag_context(instance_type=instance_type, engine=engine.value if engine else None,
+                             endpoint_name=endpoint_name, min_instances=min_instances, max_instances=max_instances,
+                             model_revision=model_revision, alarm_email=alarm_email)
+        if deployed and flags:
+            raise CliError(f"--deployed diffs the deployed settings; drop {', '.join(FLAGS[k] for k in flags)}.")
+        check_flags(flags)
         target, _ = connect(region=region, profile=profile)
-        if deployed:
-            found = deployed_context(target)
-            if found is None:
-                err_console().print(f"{ENDPOINT_STACK} has no DeployContext output (not deployed, or deployed by an "
-                                    "older CLI): diffing with the flags' context instead", markup=False)
-            else:
-                context = {**dict.fromkeys(context), **found}
+        found = deployed_context(target)
+        if found is None:
+            err_console().print(f"{ENDPOINT_STACK} has no DeployContext output (not deployed, or deployed by an "
+                                "older CLI): diffing with cdk.json's settings and the flags", markup=False)
+        plan = plan_settings(flags, found)
+        err_console().print("\n".join(plan.lines()), markup=False, highlight=False)
+        context = dict(plan.context)
         context["bedrockModelId"], _ = resolve_bedrock_model_id(target=target, requested=None, strict=False)
         code = cdk_diff(target=target, stacks=list(TTS_STACKS), context=context, fail=fail)
     raise typer.Exit(code=code)
@@ -285,7 +280,7 @@ def status(
 @app.command()
 def plan(
     sessions: Annotated[int, typer.Option("--sessions", help="Concurrent sessions to serve at peak.")],
-    instance_type: InstanceType = DEFAULT_INSTANCE_TYPE,
+    instance_type: PlannedInstanceType = DEFAULT_INSTANCE_TYPE,
     sessions_per_instance: Annotated[
         int | None,
         typer.Option("--sessions-per-instance",

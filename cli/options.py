@@ -36,26 +36,28 @@ WaitTimeout = Annotated[
     int,
     typer.Option("--wait-timeout", min=1, help="Seconds to wait for the endpoint/runtime/stack deletion."),
 ]
+KEPT = "default: the deployed setting (the Endpoint stack's DeployContext), else cdk.json's"
 InstanceType = Annotated[
-    str,
-    typer.Option("--instance-type", help="SageMaker instance type for the endpoint (cdk context instanceType)."),
+    str | None,
+    typer.Option("--instance-type", help=f"SageMaker instance type (cdk context instanceType; {KEPT})."),
 ]
-EngineOpt = Annotated[Engine, typer.Option("--engine", help="Inference engine (cdk context engine).")]
+PlannedInstanceType = Annotated[str, typer.Option("--instance-type", help="SageMaker instance type to plan for.")]
+EngineOpt = Annotated[Engine | None, typer.Option("--engine", help=f"Inference engine (cdk context engine; {KEPT}).")]
 EndpointName = Annotated[
-    str,
-    typer.Option("--endpoint-name", help="SageMaker endpoint name (cdk context endpointName)."),
+    str | None,
+    typer.Option("--endpoint-name", help=f"SageMaker endpoint name (cdk context endpointName; {KEPT})."),
 ]
 MinInstances = Annotated[
     int | None,
-    typer.Option("--min-instances", min=0, help="Autoscaling minimum (cdk context minInstances; default: infra's)."),
+    typer.Option("--min-instances", help=f"Autoscaling minimum, at least 1 (cdk context minInstances; {KEPT})."),
 ]
 MaxInstances = Annotated[
     int | None,
-    typer.Option("--max-instances", min=1, help="Autoscaling maximum (cdk context maxInstances; default: infra's)."),
+    typer.Option("--max-instances", help=f"Autoscaling maximum (cdk context maxInstances; {KEPT})."),
 ]
 ModelRevision = Annotated[
-    str,
-    typer.Option("--model-revision", help="hexgrad/Kokoro-82M revision to cache (cdk context modelRevision)."),
+    str | None,
+    typer.Option("--model-revision", help=f"hexgrad/Kokoro-82M revision to cache (cdk context modelRevision; {KEPT})."),
 ]
 BedrockModelId = Annotated[
     str | None,
@@ -76,7 +78,7 @@ FailOnDiff = Annotated[bool, typer.Option("--fail", help="Exit non-zero when the
 AlarmEmail = Annotated[
     str | None,
     typer.Option("--alarm-email", help="Subscribe this address to the endpoint's alarm topic (SNS mails a "
-                 "confirmation link first; cdk context alarmEmail)."),
+                 f"confirmation link first; cdk context alarmEmail; {KEPT}); --alarm-email '' removes it."),
 ]
 DEFAULT_MIN_INSTANCES: int = shared_defaults()["minInstances"]
 DEFAULT_MAX_INSTANCES: int = shared_defaults()["maxInstances"]

@@ -67,6 +67,15 @@ def render_checks(checks: Sequence[ToolCheck], *, title: str) -> None:
     err_console().print(table)
 
 
+def check_credentials(target: AwsTarget) -> dict[str, str]:
+    """The caller identity, or one clear error when the credentials do not work."""
+    try:
+        return caller_identity(target)
+    except (ClientError, BotoCoreError) as exc:
+        error = describe_error(exc)
+        raise CliError(f"Credential check failed: {error.message}", hint=error.hint) from exc
+
+
 def run_preflight(
     *,
     target: AwsTarget,
@@ -80,11 +89,7 @@ def run_preflight(
     Credentials are checked first and alone: without them no AWS-side check can run.
     Returns the caller identity.
     """
-    try:
-        ident = caller_identity(target)
-    except (ClientError, BotoCoreError) as exc:
-        error = describe_error(exc)
-        raise CliError(f"Credential check failed: {error.message}", hint=error.hint) from exc
+    ident = check_credentials(target)
     checks = [
         ToolCheck("credentials", True, ident["arn"]),
         ToolCheck("region", True, target.region),

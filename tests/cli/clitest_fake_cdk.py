@@ -94,8 +94,18 @@ def deploy_endpoint(context: dict[str, str]) -> int:
         print(f"UpdateEndpoint failed: the instance type of {name} cannot change while its variant "
               "is a target for auto scaling; stack rolled back", file=sys.stderr)
         return 1
-    support.deploy_endpoint(name, instance_type, autoscaling=context.get("autoscaling", "true") != "false")
+    support.deploy_endpoint(name, instance_type, autoscaling=context.get("autoscaling", "true") != "false",
+                            deploy_context=real_deploy_context(context))
     return 0
+
+
+def real_deploy_context(context: dict[str, str]) -> str:
+    """The DeployContext output the real endpoint stack writes for ``context`` (same code path:
+    infra/config.py's Settings, which the stack's CfnOutput serializes the same way)."""
+    from infra.config import DEFAULTS, Settings
+
+    settings = Settings.from_context({**DEFAULTS, **context}.get)
+    return json.dumps(settings.deploy_context(), sort_keys=True)
 
 
 if __name__ == "__main__":

@@ -188,10 +188,12 @@ def endpoint_instance_type(name: str = "kokoro-tts") -> str | None:
 
 
 def deploy_endpoint(
-    name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge", *, autoscaling: bool = False
+    name: str = "kokoro-tts", instance_type: str = "ml.m5.xlarge", *, autoscaling: bool = False,
+    deploy_context: str | None = None,
 ) -> None:
     """Create the endpoint (or, moto having no update_endpoint, recreate it on a new instance type)
-    and its stack; register or drop autoscaling as CloudFormation would for the template."""
+    and its stack; register or drop autoscaling as CloudFormation would for the template.
+    ``deploy_context``: the stack's DeployContext output (JSON), as the real stack writes it."""
     sm = session().client("sagemaker")
     suffix = instance_type.replace(".", "-")
     current = endpoint_instance_type(name)
@@ -219,7 +221,8 @@ def deploy_endpoint(
     create_stack(
         "KokoroTtsEndpoint",
         resources={"Handle": {"Type": "AWS::CloudFormation::WaitConditionHandle"}, **scaling},
-        outputs={"EndpointName": name, "ModelName": f"{name}-model-{suffix}", "Image": image_uri_sub(TTS_IMAGE_TAG)},
+        outputs={"EndpointName": name, "ModelName": f"{name}-model-{suffix}", "Image": image_uri_sub(TTS_IMAGE_TAG),
+                 **({"DeployContext": deploy_context} if deploy_context else {})},
     )
     registered = bool(scaling_state(name)[0])
     if scaling and not registered:

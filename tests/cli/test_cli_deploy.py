@@ -99,7 +99,7 @@ def test_deploy_tts_end_to_end(aws, fake_tools, tmp_path: Path) -> None:  # type
         "alarmEmail=ops@example.com",
     ):
         assert argv[argv.index(pair) - 1] == "-c"
-    assert not any(a.startswith("minInstances=") for a in argv)  # unset: the infra's default applies
+    assert argv[argv.index("minInstances=1") - 1] == "-c"  # no flag, nothing deployed: cdk.json's
     assert {c["region"] for c in calls} == {"us-east-1"}
     keys = {o["Key"] for o in session().client("s3").list_objects_v2(Bucket=CACHE_BUCKET)["Contents"]}
     assert f"models/kokoro-82m/{REVISION}/manifest.json" in keys
@@ -128,9 +128,19 @@ def test_deploy_asks_before_deploying(aws, fake_tools, tmp_path: Path) -> None: 
 
 def test_deploy_rejects_inconsistent_options(aws) -> None:  # type: ignore[no-untyped-def]
     result = runner.invoke(deploy_tts.app, ["deploy", "--min-instances", "3", "--max-instances", "1"])
-    _assert_clean_failure(result, "--min-instances 3 is larger than --max-instances 1")
+    _assert_clean_failure(result, "--min-instances 3: minInstances (3) is greater than maxInstances (1).")
     bad = runner.invoke(deploy_tts.app, ["deploy", "--instance-type", "g5.xlarge"])
-    _assert_clean_failure(bad, "is not a SageMaker type")
+    _assert_clean_failure(bad, "--instance-type g5.xlarge: 'g5.xlarge' is invalid")
+
+
+def test_min_instances_zero_is_refused_before_anything(aws, fake_tools, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Synthesis refuses 0; the CLI says so before the credential check, the plan and the prompt."""
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")  # had it reached AWS, the error would be about credentials
+    result = runner.invoke(deploy_tts.app, ["deploy", "--min-instances", "0"], input="y\n")
+    _assert_clean_failure(result, "--min-instances 0: expected an integer >= 1, got 0.")
+    assert "Continue?" not in result.output and "Credential" not in result.output
+    assert len(result.output.strip().splitlines()) == 2  # the error and its hint
+    assert fake_tools.calls() == []
 
 
 def test_agent_deploy_needs_the_tts_stacks(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
@@ -155,11 +165,12 @@ def test_agent_deploy_end_to_end(aws, fake_tools) -> None:  # type: ignore[no-un
 
 def test_diff_passes_the_cdk_exit_code_through(aws, fake_tools, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     monkeypatch.setenv("FAKE_CDK_DIFF_EXIT", "3")
-    result = runner.invoke(deploy_tts.app, ["diff", "--fail", "--engine", "onnx"])
+    result = runner.invoke(deploy_tts.app, ["diff", "--fail", "--engine", "onnx", "--instance-type", "ml.c5.xlarge"])
     assert result.exit_code == 3
     argv = fake_tools.calls()[-1]["argv"]
     assert argv[2:6] == ["diff", "KokoroTtsFoundation", "KokoroTtsModelCache", "KokoroTtsEndpoint"]
     assert "engine=onnx" in argv and "--fail" in argv
+    assert "--no-change-set" in argv  # read-only: the lookup role, never the deploy role
     monkeypatch.setenv("FAKE_CDK_DIFF_EXIT", "0")
     agent = runner.invoke(deploy_agent.app, ["diff"])
     assert agent.exit_code == 0
