@@ -37,18 +37,40 @@ def quota_name(instance_type: str) -> str:
 class EndpointQuota:
     code: str
     value: int
+    source: str = "applied value"
+    """Which value this is: the applied one (and from which call) or AWS's default."""
 
 
 def endpoint_quota(*, target: AwsTarget, instance_type: str) -> EndpointQuota | None:
-    """The applied quota for ``instance_type`` in the target Region; None when Service Quotas lists
-    none (SageMaker does not offer that instance type for endpoints there)."""
+    """The quota for ``instance_type`` in the target Region; None when Service Quotas knows no
+    such quota (SageMaker does not offer that instance type for endpoints there).
+
+    ListServiceQuotas omits a quota whose applied value is unavailable, so a missing entry is
+    looked up by name among AWS's defaults (ListAWSDefaultServiceQuotas, for its code), then asked
+    for by code: GetServiceQuota (the applied value), else GetAWSDefaultServiceQuota (AWS's default).
+    """
     wanted = quota_name(instance_type)
-    paginator = target.client("service-quotas").get_paginator("list_service_quotas")
-    for page in paginator.paginate(ServiceCode=SAGEMAKER_SERVICE_CODE):
+    quotas = target.client("service-quotas")
+    for page in quotas.get_paginator("list_service_quotas").paginate(ServiceCode=SAGEMAKER_SERVICE_CODE):
         for quota in page.get("Quotas", []):
             if quota.get("QuotaName") == wanted:
                 return EndpointQuota(code=str(quota["QuotaCode"]), value=int(quota.get("Value", 0)))
-    return None
+    code = next((str(quota["QuotaCode"])
+                 for page in quotas.get_paginator("list_aws_default_service_quotas").paginate(
+                     ServiceCode=SAGEMAKER_SERVICE_CODE)
+                 for quota in page.get("Quotas", []) if quota.get("QuotaName") == wanted), None)
+    if code is None:
+        return None
+    try:
+        applied = quotas.get_service_quota(ServiceCode=SAGEMAKER_SERVICE_CODE, QuotaCode=code)["Quota"]
+        return EndpointQuota(code=code, value=int(applied.get("Value", 0)),
+                             source="applied value, from GetServiceQuota (ListServiceQuotas omitted it)")
+    except ClientError as exc:
+        if not is_client_error(exc, "NoSuchResourceException"):
+            raise
+    default = quotas.get_aws_default_service_quota(ServiceCode=SAGEMAKER_SERVICE_CODE, QuotaCode=code)["Quota"]
+    return EndpointQuota(code=code, value=int(default.get("Value", 0)),
+                         source="AWS default value, from GetAWSDefaultServiceQuota: no applied value is available")
 
 
 def largest_fitting_max(quota: int) -> int:
@@ -78,19 +100,20 @@ def check_endpoint_quota(*, target: AwsTarget, instance_type: str, min_instances
                          "Pick another --instance-type, or deploy to a Region that offers it (--region).")
     request = (f"aws service-quotas request-service-quota-increase --service-code {SAGEMAKER_SERVICE_CODE} "
                f"--quota-code {quota.code} --desired-value {need} --region {target.region}")
+    shown = f"'{quota_name(instance_type)}' is {quota.value} ({quota.source})"
     if quota.value < min_instances:
-        return ToolCheck(name, False, f"'{quota_name(instance_type)}' is {quota.value}: the endpoint's "
+        return ToolCheck(name, False, f"{shown}: the endpoint's "
                          f"{min_instances} instance(s) cannot start (ResourceLimitExceeded)",
                          f"Request {need} (fleet at --max-instances {max_instances} plus one rolling-update batch): "
                          f"{request}")
     if quota.value < need:
         fits = largest_fitting_max(quota.value)
         lower = f", or deploy with --max-instances {fits}" if fits >= min_instances else ""
-        return ToolCheck(name, False, f"'{quota_name(instance_type)}' is {quota.value}; an update of a fleet at "
+        return ToolCheck(name, False, f"{shown}; an update of a fleet at "
                          f"{max_instances} needs {need} (one rolling batch of {batch_instances(max_instances)} "
                          "runs beside it) and would fail and roll back",
                          f"Request the increase: {request}{lower}.")
-    return ToolCheck(name, True, f"'{quota_name(instance_type)}' is {quota.value}; updates need {need} "
+    return ToolCheck(name, True, f"{shown}; updates need {need} "
                      "(account-wide: other endpoints of this type count against it too)")
 
 

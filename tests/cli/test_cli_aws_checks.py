@@ -36,12 +36,15 @@ def _stubbed(service: str) -> tuple[AwsTarget, Stubber]:
     return target, stub
 
 
-def _quota_check(value: float | None, *, min_instances: int = 1, max_instances: int = 2) -> Any:
+def _quota_check(value: float | None, *, min_instances: int = 1, max_instances: int = 2,
+                 defaults: list[dict[str, Any]] | None = None) -> Any:
     target, stub = _stubbed("service-quotas")
     quotas = [_quota("ml.g5.2xlarge for endpoint usage", 4, "L-OTHER")]
     if value is not None:
         quotas.append(_quota("ml.g5.xlarge for endpoint usage", value))
     stub.add_response("list_service_quotas", {"Quotas": quotas}, {"ServiceCode": "sagemaker"})
+    if defaults is not None:  # the type is not in the list: the defaults are read next
+        stub.add_response("list_aws_default_service_quotas", {"Quotas": defaults}, {"ServiceCode": "sagemaker"})
     return aws_checks.check_endpoint_quota(target=target, instance_type="ml.g5.xlarge",
                                            min_instances=min_instances, max_instances=max_instances)
 
@@ -65,8 +68,40 @@ def test_a_quota_that_fits_updates_passes() -> None:
 
 
 def test_an_instance_type_the_region_lacks_is_named() -> None:
-    check = _quota_check(None)
+    check = _quota_check(None, defaults=[])
     assert not check.ok and "offers no ml.g5.xlarge endpoints" in check.detail
+
+
+def _omitted_quota(applied: float | None, default: float = 2.0) -> Any:
+    """ListServiceQuotas without the type (its applied value unavailable); AWS's defaults have it."""
+    target, stub = _stubbed("service-quotas")
+    name, service = "ml.g5.xlarge for endpoint usage", {"ServiceCode": "sagemaker"}
+    stub.add_response("list_service_quotas", {"Quotas": [_quota("ml.g5.2xlarge for endpoint usage", 4, "L-OTHER")]},
+                      service)
+    stub.add_response("list_aws_default_service_quotas", {"Quotas": [_quota(name, default)]}, service)
+    codes = {"ServiceCode": "sagemaker", "QuotaCode": "L-EXAMPLE1"}
+    if applied is None:
+        stub.add_client_error("get_service_quota", "NoSuchResourceException", "no applied value", expected_params=codes)
+        stub.add_response("get_aws_default_service_quota", {"Quota": _quota(name, default)}, codes)
+    else:
+        stub.add_response("get_service_quota", {"Quota": _quota(name, applied)}, codes)
+    check = aws_checks.check_endpoint_quota(target=target, instance_type="ml.g5.xlarge", min_instances=1,
+                                            max_instances=2)
+    stub.assert_no_pending_responses()
+    return check
+
+
+def test_a_quota_the_list_omits_is_read_with_get_service_quota() -> None:
+    check = _omitted_quota(applied=4.0)
+    assert check.ok, check.detail
+    assert "is 4 (applied value, from GetServiceQuota (ListServiceQuotas omitted it))" in check.detail
+
+
+def test_without_an_applied_value_the_aws_default_decides_and_is_named() -> None:
+    check = _omitted_quota(applied=None, default=2.0)
+    assert not check.ok and "needs 3" in check.detail
+    assert "is 2 (AWS default value, from GetAWSDefaultServiceQuota: no applied value is available)" in check.detail
+    assert "--quota-code L-EXAMPLE1 --desired-value 3" in check.hint
 
 
 def test_a_quota_check_that_cannot_run_does_not_block() -> None:
