@@ -140,18 +140,24 @@ def _connect(host: str, port: int) -> None:
         pass
 
 
+PROBE_PROVES: Final = ("a TCP connection only: the Region's runtime host listens on the bidirectional-streaming "
+                       "port; not that the API serves this account or that the endpoint streams (first "
+                       "`deploy-tts say --mode bidi` shows that)")
+"""What the probe proves, said in its result: a listening port, nothing about the API behind it."""
+
+
 def check_bidi_streaming_region(*, target: AwsTarget,
                                 connect: Callable[[str, int], None] = _connect) -> ToolCheck:
     """A TCP connection to the Region's HTTP/2 runtime port. Not blocking when it fails: a proxy
-    or firewall may be the reason (our assumption that a listening port means the API is served)."""
+    or firewall may be the reason."""
     host = f"runtime.sagemaker.{target.region}.amazonaws.com"
     try:
         connect(host, BIDI_PORT)
     except OSError as exc:
         return ToolCheck("bidirectional streaming", True,
-                         f"not confirmed: {host}:{BIDI_PORT} did not answer ({type(exc).__name__}); if the "
-                         "Region lacks InvokeEndpointWithBidirectionalStream, the agent's speech will fail")
-    return ToolCheck("bidirectional streaming", True, f"{host}:{BIDI_PORT} answers")
+                         f"not confirmed: {host}:{BIDI_PORT} did not accept a TCP connection ({type(exc).__name__}); "
+                         "if the Region lacks InvokeEndpointWithBidirectionalStream, the agent's speech will fail")
+    return ToolCheck("bidirectional streaming", True, f"{host}:{BIDI_PORT} accepts connections; proven: {PROBE_PROVES}")
 
 
 def check_bedrock_model_id(*, target: AwsTarget, model: str) -> ToolCheck:

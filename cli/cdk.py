@@ -204,6 +204,13 @@ def bootstrap_command(*, account: str, region: str, profile: str | None) -> str:
             + (f" --profile {profile}" if profile else ""))
 
 
+def gc_command(*, account: str, region: str, profile: str | None) -> str:
+    """CDK's garbage collector for the bootstrap's asset repository and bucket, listing only:
+    ``--action=print`` names what no deployed stack of the environment (any CDK app) uses."""
+    return (f"npx --yes aws-cdk@{CDK_CLI_VERSION} gc aws://{account}/{region} --unstable=gc --type=all "
+            "--action=print" + (f" --profile {profile}" if profile else ""))
+
+
 def cdk_deploy(*, target: AwsTarget, stack: str, context: dict[str, str | int | None],
                import_existing: bool = False) -> None:
     """`cdk deploy STACK --require-approval never -c ...`; a failure stops the whole deploy.

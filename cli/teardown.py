@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError, WaiterError
 from rich.table import Table
 
 from cli.aws import AwsTarget, CliError, caller_identity, get_stack, is_client_error, stack_outputs
+from cli.cdk import gc_command
 from cli.progress import err_console
 
 BUCKET_OUTPUT_KEYS = ("BucketName", "LogBucketName")
@@ -325,4 +326,9 @@ def run_teardown(
     if failed:
         raise CliError(f"Teardown left {len(failed)} resource(s) behind (listed above).",
                        hint="Fix the cause (often a permission), then rerun the same teardown.")
+    account = caller_identity(target)["account"]
+    console.print("Asset images and files of earlier deploys stay in the CDK bootstrap's repository and bucket "
+                  "(shared by every CDK app of this account and Region). To list those no deployed stack uses: "
+                  f"{gc_command(account=account, region=target.region, profile=target.profile)} "
+                  "(without --action=print it deletes them).", markup=False)
     return done

@@ -139,7 +139,9 @@ def test_the_bidi_probe_never_blocks() -> None:
 
     check = aws_checks.check_bidi_streaming_region(target=target, connect=refused)
     assert check.ok and check.detail.startswith("not confirmed")
-    assert "answers" in aws_checks.check_bidi_streaming_region(target=target, connect=lambda h, p: None).detail
+    reached = aws_checks.check_bidi_streaming_region(target=target, connect=lambda h, p: None).detail
+    assert "8443 accepts connections; proven: a TCP connection only" in reached
+    assert "not that the API serves this account" in reached
 
 
 def test_agentcore_answers_in_the_region(aws: AwsEnv) -> None:

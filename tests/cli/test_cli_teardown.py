@@ -57,6 +57,9 @@ def test_teardown_all_empties_versioned_bucket_and_deletes_stacks(aws) -> None: 
     order = [result.output.index(f"{name}: deleted")
              for name in ("KokoroTtsEndpoint", "KokoroTtsModelCache", "KokoroTtsFoundation")]
     assert order == sorted(order)  # reverse of the deploy order
+    # What it cannot know is ours: CDK's own garbage collector, listing only.
+    assert ("npx --yes aws-cdk@2.1148.0 gc aws://123456789012/us-east-1 --unstable=gc --type=all --action=print"
+            in " ".join(result.output.split()))
 
 
 def test_teardown_default_keeps_cache_and_foundation(aws) -> None:  # type: ignore[no-untyped-def]
