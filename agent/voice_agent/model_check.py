@@ -21,11 +21,18 @@ from .config import AgentConfig, ConfigError
 
 log = logging.getLogger("voice_agent")
 
+SUBSCRIPTION: Final = (
+    "the account's AWS Marketplace subscription to this model is missing or failed (Bedrock subscribes on a "
+    "first call and that subscription can still fail up to 15 minutes after calls succeeded: payment method, "
+    "Anthropic use-case form); open the model in the Bedrock console's Model catalog, then run "
+    "`deploy-agent deploy` again")
+"""What an access refusal means for this runtime: its role may invoke the model (the stack grants it)
+and holds no Marketplace action, so the subscription the deployer's first call made is the cause."""
+_SUBSCRIPTION_WORDS: Final = ("marketplace", "subscription", "subscribe", "use case", "agreement")
+
 # Bedrock's answers that mean "this model will never answer this caller" (not transient).
 _FATAL = {
-    "AccessDeniedException": "no access to the model: open it once in the Bedrock console's Model catalog "
-                             "(Anthropic: the one-time use-case form), and allow bedrock:InvokeModelWithResponseStream "
-                             "and the aws-marketplace Subscribe/ViewSubscriptions actions for this role",
+    "AccessDeniedException": SUBSCRIPTION,
     "ResourceNotFoundException": "the model id does not exist in this Region",
     "ValidationException": "Bedrock refused the model id",
     "UnrecognizedClientException": "the AWS credentials were rejected",
@@ -68,3 +75,21 @@ def check_bedrock_model(config: AgentConfig, *, client: Any = None) -> None:
         log.warning("Bedrock model check inconclusive (%s); serving anyway", code or exc)
     except BotoCoreError as exc:
         log.warning("Bedrock model check inconclusive (%s); serving anyway", exc)
+
+
+def describe_model_failure(exc: BaseException, *, model_id: str) -> str:
+    """One line for a failed model call; an access refusal names the subscription first.
+
+    Bedrock's first call to a third-party model starts the account's Marketplace subscription, and
+    "your API calls may succeed temporarily while the subscription is being finalized" (Bedrock
+    user guide, "Request access to models"): a runtime that answered at first can be refused
+    minutes later, and its error must say why.
+    """
+    from botocore.exceptions import ClientError
+
+    if isinstance(exc, ClientError):
+        code = str(exc.response.get("Error", {}).get("Code", ""))
+        message = " ".join(str(exc.response.get("Error", {}).get("Message", "")).split())
+        if code == "AccessDeniedException" or any(word in message.lower() for word in _SUBSCRIPTION_WORDS):
+            return f"Bedrock refused {model_id} ({code}): {SUBSCRIPTION}. AWS said: {message}"
+    return " ".join(f"{type(exc).__name__}: {exc}".split())

@@ -46,6 +46,7 @@ from .events import (
 )
 from .heard import HeardWords, trim_history
 from .messages import PromptRequest
+from .model_check import describe_model_failure
 
 log = logging.getLogger(__name__)
 
@@ -266,8 +267,9 @@ class Turn:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # Bedrock refusals, throttling, network: the turn ends early
-            log.warning("turn %d: model failed: %s", self.number, exc)
-            self._emit(AgentError(code="model_error", message=f"{type(exc).__name__}: {exc}"[:500]))
+            message = describe_model_failure(exc, model_id=str(self._agent.model.get_config().get("model_id")))
+            log.warning("turn %d: model failed: %s", self.number, message)
+            self._emit(AgentError(code="model_error", message=message[:500]))
         if self.interrupted:
             return
         self._text_ms = self.t_ms()
