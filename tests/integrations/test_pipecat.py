@@ -9,13 +9,16 @@ token, LLMFullResponseEndFrame); a processor after the TTS records what reaches 
 from __future__ import annotations
 
 import asyncio
+import os
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 import pytest
-from kokoro_server_fixture import KokoroServer
+from kokoro_server_fixture import START_TIMEOUT_S, KokoroServer, kokoro_python
 from pipecat.frames.frames import (
     ErrorFrame,
     Frame,
@@ -36,7 +39,10 @@ from pipecat.workers.runner import WorkerRunner
 from sagemaker_local_fixture import SageMakerLocal
 from waiting import wait_until_async
 
+from voicestream.clients import AudioChunk, connect_local
+from voicestream.integrations._common import PieceCutter
 from voicestream.integrations.pipecat import KokoroTTSService
+from voicestream.launch import KokoroProcess, LaunchError
 
 T = TypeVar("T")
 
@@ -101,7 +107,16 @@ async def in_pipeline(tts: KokoroTTSService, body: Callable[[PipelineWorker, Sin
 
     runner = WorkerRunner(handle_sigint=False)
     await runner.add_workers(worker)
-    await asyncio.wait_for(asyncio.gather(runner.run(), drive()), 120)
+    running = asyncio.create_task(runner.run())
+    try:
+        await asyncio.wait_for(drive(), 120)
+        ended, _ = await asyncio.wait({running}, timeout=60)
+        assert ended, "the pipeline did not end after EndFrame"
+    finally:
+        if not running.done():  # bounded: a pipeline that will not end is cancelled, then left
+            await worker.cancel()
+            await asyncio.wait({running}, timeout=30)
+    running.result()
     return sink
 
 
@@ -239,3 +254,57 @@ def test_through_sagemaker(sagemaker_local: SageMakerLocal, kokoro_server: Kokor
         monkeypatch.setenv(key, value)
     tts = KokoroTTSService(endpoint_name=sagemaker_local.endpoint_name, region=sagemaker_local.region)
     interrupted_then_next(kokoro_server, tts, at_start=False)
+
+
+@pytest.fixture(scope="module")
+def slow_server(kokoro_server: KokoroServer) -> Iterator[str]:
+    """The real server on the tiny model, slow on purpose (tests/slow_kokoro.py): the first chunk's
+    audio comes 5 s late, and the third chunk's 5 s after the second's."""
+    tests = str(Path(__file__).resolve().parent.parent)
+    path = os.pathsep.join(p for p in (tests, os.environ.get("PYTHONPATH", "")) if p)
+    with tempfile.TemporaryDirectory(prefix="slow-kokoro-") as workdir:
+        process = KokoroProcess(model_dir=kokoro_server.model_dir, python=kokoro_python(), module="slow_kokoro",
+                                log_path=Path(workdir) / "server.log",
+                                env={"PYTHONPATH": path, "SLOW_KOKORO_DELAYS": "5,0,5", "KOKORO_DEVICE": "cpu",
+                                     "KOKORO_DEFAULT_VOICE": "", "KOKORO_ENGINE": ""})
+        try:
+            process.start(timeout_s=START_TIMEOUT_S)
+        except LaunchError as exc:
+            pytest.fail(str(exc))
+        try:
+            yield process.url
+        finally:
+            process.stop()
+
+
+async def pcm_of(url: str, pieces: list[str]) -> int:
+    """Bytes of 24 kHz pcm the server makes for ``pieces``, read with the plain client."""
+    total = 0
+    async with await connect_local(url) as session:
+        await session.configure(format="pcm", sample_rate=24000)
+        async for event in session.speak_stream(pieces):
+            if isinstance(event, AudioChunk):
+                total += len(event.data)
+    return total
+
+
+def test_a_slow_server_loses_no_audio(slow_server: str, kokoro_server: KokoroServer) -> None:
+    """pipecat ends a context quiet for 3 s: the service keeps its contexts alive while the server
+    still owes them audio (first audio after 5 s, then a 5 s gap), and ends each one itself."""
+    cutter = PieceCutter()
+    pieces = [p for token in tokens(ANSWER) for p in cutter.feed(token)] + cutter.flush()
+    assert len(pieces) >= 3  # the delays fall on the first piece and the third
+    expected = run(pcm_of(kokoro_server.url, pieces))  # the same model at full speed
+
+    async def body(worker: PipelineWorker, sink: Sink) -> None:
+        await answer(worker, ANSWER)
+        await sink.wait_for(lambda frames: any(isinstance(f, TTSStoppedFrame) for f in frames), timeout=60)
+
+    sink = run(in_pipeline(KokoroTTSService(url=slow_server), body))
+    assert not sink.of(ErrorFrame)
+    [context_id] = contexts(sink)
+    audio = sink.of(TTSAudioRawFrame)
+    assert sum(len(a.audio) for a in audio) == expected  # every sample arrived
+    [stop] = sink.of(TTSStoppedFrame)  # once, after the last audio
+    assert sink.frames.index(stop) > sink.frames.index(audio[-1])
+    check_words(sink, context_id, ANSWER)

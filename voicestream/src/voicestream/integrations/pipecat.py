@@ -15,7 +15,11 @@ has five words, then sentences) and each piece goes out as ``speak`` with an id 
 context, so audio, word times and ends are routed back to the context they belong to. Word times
 are pushed with ``add_word_timestamps`` (pipecat's ``TTSTextFrame``s, timed to the audio). An
 interruption cancels the context's pieces still open (``cancel`` with their ids); a context ends
-(``TTSStoppedFrame``) when its turn was flushed and its last piece ended. pipecat 1.14 folds word
+(``TTSStoppedFrame``) when its turn was flushed and its last piece ended, and not before: pipecat
+ends a context that gets nothing for ``stop_frame_timeout_s`` (3 s) and drops what comes later,
+while a busy server may take longer than that for a first audio or the next sentence, so the
+service keeps each of its contexts alive (pipecat's own keepalive) until the server ended it or
+it was interrupted. pipecat 1.14 folds word
 timestamps into ``TTSService`` itself (``WordTTSService`` is deprecated), so that is the base; its
 ``Websocket*`` bases assume a ``websockets`` connection, which a SageMaker stream is not.
 """
@@ -55,6 +59,8 @@ from voicestream.protocol import SAMPLE_WIDTH, Words
 from ._common import KokoroTarget, PieceCutter, check_sample_rate, open_session, word_spans
 
 __all__ = ["KokoroTTSService"]
+
+PIPECAT_STOP_FRAME_TIMEOUT_S = 3.0  # TTSService's default for stop_frame_timeout_s
 
 
 @dataclass
@@ -120,6 +126,9 @@ class KokoroTTSService(TTSService):
         self._contexts: dict[str, _Context] = {}
         self._owner: dict[str, str] = {}  # piece id -> context id
         self._texts: dict[str, str] = {}  # piece id -> its text (word offsets index it)
+        # Refresh open contexts well inside pipecat's wait for their next item.
+        self._keepalive_s = kwargs.get("stop_frame_timeout_s", PIPECAT_STOP_FRAME_TIMEOUT_S) / 3
+        self._keepalive: asyncio.Task[None] | None = None
 
     def can_generate_metrics(self) -> bool:
         return True
@@ -138,15 +147,31 @@ class KokoroTTSService(TTSService):
         except ValueError as exc:
             await self.push_error(error_msg=str(exc), exception=exc, fatal=True)
             return
+        self._keepalive = self.create_task(self._keep_contexts_alive(), name="kokoro_keepalive")
         await self._connect()
 
     async def stop(self, frame: EndFrame) -> None:
         await super().stop(frame)  # waits until every context has played
         await self._disconnect()
+        await self._stop_keepalive()
 
     async def cancel(self, frame: CancelFrame) -> None:
         await super().cancel(frame)
         await self._disconnect()
+        await self._stop_keepalive()
+
+    async def _keep_contexts_alive(self) -> None:
+        """While the server still owes a context audio, pipecat must not end it for being quiet."""
+        while True:
+            await asyncio.sleep(self._keepalive_s)
+            for context_id in list(self._contexts):
+                if self.audio_context_available(context_id):
+                    self._refresh_audio_context(context_id)
+
+    async def _stop_keepalive(self) -> None:
+        if self._keepalive is not None:
+            await self.cancel_task(self._keepalive)
+            self._keepalive = None
 
     async def _connect(self) -> bool:
         if self._session is not None and not self._session.closed:
@@ -250,11 +275,14 @@ class KokoroTTSService(TTSService):
         if isinstance(event, AudioChunk):
             context_id = self._owner.get(event.utterance_id or "")
             context = self._contexts.get(context_id) if context_id else None
-            if context_id is None or context is None or not self.audio_context_available(context_id):
+            if context_id is None or context is None:
                 return  # an interrupted context's leftovers
             context.audio_bytes += len(event.data)
             await self.append_to_audio_context(context_id, TTSAudioRawFrame(
                 audio=event.data, sample_rate=self.sample_rate, num_channels=1, context_id=context_id))
+            if not self.audio_context_available(context_id):  # pipecat ended it and would not take it back
+                logger.warning(f"{self}: {len(event.data)} bytes of audio for context {context_id} dropped: "
+                               "pipecat had already ended the context")
         elif isinstance(event, UtteranceStart):
             context_id = self._owner.get(event.id)
             if context_id is not None and (context := self._contexts.get(context_id)) is not None:
