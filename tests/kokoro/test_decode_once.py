@@ -8,13 +8,13 @@ model, so a joined window must give back exactly the one-shot signal.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 
 import numpy as np
 import pytest
 from hand_clock import HandClock
 
-from kokoro_server.engines.windows import Decoding, WindowPlan, plan_windows
+from kokoro_server.engines.halt import Halt
+from kokoro_server.engines.windows import Decode, Decoding, WindowPlan, plan_windows
 from kokoro_server.pace import PACE_INTERVAL_S, DecoderCost, PaceMeter
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
@@ -24,8 +24,8 @@ pytestmark = pytest.mark.kokoro
 PER_FRAME = 600
 
 
-def _decoder(signal: np.ndarray, calls: list[tuple[int, int]]) -> Callable[[int, int], np.ndarray]:
-    def decode(lo: int, hi: int) -> np.ndarray:
+def _decoder(signal: np.ndarray, calls: list[tuple[int, int]]) -> Decode:
+    def decode(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
         calls.append((lo, hi))
         return signal[lo * PER_FRAME:hi * PER_FRAME].copy()
     return decode
@@ -59,7 +59,8 @@ class _Engine:
     def __init__(self, frames: int) -> None:
         self.frames = frames
 
-    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None,
+              halt: Halt | None = None) -> Decoding:
         return _decoding(self.frames, plan or WindowPlan(), [])[0]
 
 

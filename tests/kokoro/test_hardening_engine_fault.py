@@ -55,10 +55,10 @@ def faulty(tiny_model: Path) -> Iterator[Running]:
         base = type(synth.engine)
 
         class FaultOnMarker(base):  # type: ignore[misc, valid-type]
-            def begin(self, phonemes, style, speed, *, plan):
+            def begin(self, phonemes, style, speed, *, plan, halt=None):
                 if MARKER in phonemes:
                     raise RuntimeError(f"injected engine fault on {phonemes!r}")
-                return super().begin(phonemes, style, speed, plan=plan)
+                return super().begin(phonemes, style, speed, plan=plan, halt=halt)
 
         synth.engine.__class__ = FaultOnMarker
         return synth

@@ -66,8 +66,9 @@ class _SlowEngine:
     OVERHEAD_S, PER_FRAME_S = 0.02, 0.0002
     name, device, windowed = "slow", "cpu", True
 
-    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
-        def decode(lo: int, hi: int) -> np.ndarray:
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None,
+              halt: object = None) -> Decoding:
+        def decode(lo: int, hi: int, halt: object = None) -> np.ndarray:
             time.sleep(self.OVERHEAD_S + (hi - lo) * self.PER_FRAME_S)
             return np.zeros((hi - lo) * 600, np.float32)
         return Decoding(frames=len(phonemes), decode=decode, plan=plan)

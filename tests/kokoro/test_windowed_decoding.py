@@ -203,15 +203,15 @@ class _CountingEngine:
         self.windows = 0
         self.log = log if log is not None else []  # "window" per decoded window, in model order
 
-    def begin(self, phonemes, style, speed, *, plan):
-        decoding = self._engine.begin(phonemes, style, speed, plan=plan)
+    def begin(self, phonemes, style, speed, *, plan, halt=None):
+        decoding = self._engine.begin(phonemes, style, speed, plan=plan, halt=halt)
         self.windows += len(decoding.windows)
         inner = decoding.decode
 
-        def decode(lo: int, hi: int) -> np.ndarray:
+        def decode(lo: int, hi: int, halt=None) -> np.ndarray:
             self.decoded += 1
             self.log.append("window")
-            return inner(lo, hi)
+            return inner(lo, hi, halt)
 
         decoding.decode = decode
         return decoding

@@ -67,7 +67,7 @@ def test_bad_plans_name_the_field(bad: dict) -> None:
 
 
 def _frame_exact_decoder(signal: np.ndarray, calls: list[tuple[int, int]]):
-    def decode(lo: int, hi: int) -> np.ndarray:
+    def decode(lo: int, hi: int, halt: object = None) -> np.ndarray:
         calls.append((lo, hi))
         return signal[lo * PER_FRAME:hi * PER_FRAME].copy()
     return decode
@@ -93,8 +93,8 @@ def test_windows_of_a_frame_exact_decoder_join_to_the_one_shot_signal(frames: in
 def test_a_seam_between_different_renders_is_a_smooth_blend() -> None:
     """Two windows that disagree (a constant 0 then 1) meet through a monotonic ramp, no step."""
     frames, plan = 60, WindowPlan(first=20, growth=1, largest=20, context=8, crossfade=8)
-    decoding = Decoding(frames=frames, decode=lambda lo, hi: np.full((hi - lo) * PER_FRAME, float(lo > 0), np.float32),
-                        plan=plan)
+    decoding = Decoding(frames=frames, plan=plan,
+                        decode=lambda lo, hi, halt=None: np.full((hi - lo) * PER_FRAME, float(lo > 0), np.float32))
     audio = decoding.rest()
     assert audio.size == frames * PER_FRAME
     seam = audio[20 * PER_FRAME:28 * PER_FRAME]

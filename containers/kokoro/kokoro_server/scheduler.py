@@ -20,10 +20,11 @@ there, so that pick weighs it. Which owner goes next: the owner whose listener r
   way; p95 first audio at 8 about 1 s later. (Turns always, the earlier policy, is a bench
   variant now: bench/variants.py overrides ``_pick``.)
 
-Cancelling an owner drops its queued jobs at once; a job already on the model finishes (torch
-cannot be interrupted) and its result is discarded, so a client that left costs at most one job.
-``orphaned`` counts those jobs (finished for an owner that had already gone), so the claim is
-measured, not assumed.
+Cancelling an owner drops its queued jobs at once. A job already on the model is not the
+scheduler's to stop: whoever cancels the job's future stops it there (the synthesizer halts it
+between two of the model's steps: engines/halt.py) and its result is discarded, so a client that
+left, or a barge-in, costs at most what is left of one model step. ``orphaned`` counts jobs that
+ended for an owner that had already gone.
 
 When the queue runs dry after work, a worker runs the idle hooks (``on_idle``: the synthesizer
 re-measures the decoder pace there) and hands the memory the jobs freed back to the system

@@ -9,7 +9,8 @@ sentences: each text is cut once, before it gets here (docs/architecture.md).
 Each phoneme chunk is decoded in windows (engines/windows.py): the first job runs the engine's
 front and the first window, each later job one more window, and every window's audio is a chunk
 of the speech as soon as it exists. Windows are separate scheduler jobs, so other sessions' work
-interleaves between them and a cancel drops the windows not yet decoded.
+interleaves between them; a cancel drops the windows not yet decoded and halts the one on the
+model (engines/halt.py), so the next answer after a barge-in does not wait for it.
 
 Windows grow with all the audio the speech made before them, across its chunks: a sentence that
 follows enough audio is one window (up to WindowPlan.continued frames, continued_alone while no
@@ -41,6 +42,7 @@ import numpy as np
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 
 from .engines import Decoding, Engine, Synthesis, WindowPlan
+from .engines.halt import Halt
 from .engines.windows import FRAME_S, HEADROOM
 from .g2p import G2PNotes, PhonemeChunk, Phonemizer
 from .model_dir import style_for
@@ -125,13 +127,15 @@ class Synthesizer:
         if plan is not None and follows:
             plan = replace(plan, continued=self.window_cap(owner))
 
+        halt = Halt()
+
         def run() -> TimedSynthesis:
             started = time.perf_counter()
-            decoding = self.engine.begin(phonemes, style, speed, plan=plan)
+            decoding = self.engine.begin(phonemes, style, speed, plan=plan, halt=halt)
             if follows:  # the listener's audio as the job starts: with what the owner's jobs ahead made
                 decoding.follow(frames_before, queued=self.scheduler.queued_audio_s(owner) / FRAME_S)
             stepped = time.perf_counter()
-            audio = decoding.step()
+            audio = decoding.step(halt)
             done = time.perf_counter()
             spent = done - started
             self._observe(decoding, done - stepped)
@@ -143,7 +147,7 @@ class Synthesizer:
                 frames=decoding.frames,
             )
 
-        return self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
+        return self._queue(owner, run, halt, then)
 
     def follows(self, frames_before: int) -> bool:
         """Whether a chunk's windows grow from the ``frames_before`` its speech made ahead of it."""
@@ -165,15 +169,27 @@ class Synthesizer:
         if self.ahead(owner, decoding):
             decoding.join_rest()
 
+        halt = Halt()
+
         def run() -> TimedSynthesis:
             started = time.perf_counter()
-            audio = decoding.step()
+            audio = decoding.step(halt)
             spent = time.perf_counter() - started
             self._observe(decoding, spent)
             return TimedSynthesis(synthesis=Synthesis(audio=audio), synthesis_s=spent,
                                   decoding=None if decoding.done else decoding)
 
-        return self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
+        return self._queue(owner, run, halt, then)
+
+    def _queue(
+        self, owner: Hashable, run: Callable[[], TimedSynthesis], halt: Halt,
+        then: Callable[[TimedSynthesis], None] | None,
+    ) -> asyncio.Future[TimedSynthesis]:
+        """Queue ``run`` on the model; cancelling its future stops it even once it runs (``halt``:
+        a barge-in's next answer does not wait behind the window being decoded, engines/halt.py)."""
+        future: asyncio.Future[TimedSynthesis] = self.scheduler.submit(owner, run, audio_s=_audio_s, then=then)
+        future.add_done_callback(halt.when_cancelled)
+        return future
 
     def ahead(self, owner: Hashable, decoding: Decoding) -> bool:
         """Whether ``owner``'s listener has enough audio queued to hear while the rest of

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
 from .windows import Decoding, WindowPlan
+
+if TYPE_CHECKING:
+    from .halt import Halt
 
 MAX_PHONEMES = 510  # Kokoro's context is 512 tokens including the two pad tokens
 
@@ -37,8 +40,11 @@ class Engine(Protocol):
     device: str
     windowed: bool  # whether ``begin`` can decode in windows (else it decodes in one shot)
 
-    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
-        """Run the front once; the result decodes ``plan``'s windows one ``step`` at a time."""
+    def begin(
+        self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None, halt: Halt | None = None,
+    ) -> Decoding:
+        """Run the front once; the result decodes ``plan``'s windows one ``step`` at a time.
+        ``halt`` stops the front early (halt.Halted)."""
         ...
 
     def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:

@@ -21,6 +21,7 @@ harmonic source once per chunk, and each ``Decoding.step`` decodes one window (w
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -35,6 +36,7 @@ import onnxruntime as ort
 from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
+from .halt import Halt, Halted
 from .onnx_split import ENERGY, F0, FEATURES, SOURCE, split_graph
 from .windows import Decoding, WindowPlan
 
@@ -207,48 +209,59 @@ class OnnxEngine:
             sig.speed: np.full(sig.speed_shape, speed, dtype=sig.speed_dtype),
         }
 
-    def _run(self, session: ort.InferenceSession, outputs: list[str], feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+    def _run(
+        self, session: ort.InferenceSession, outputs: list[str], feeds: dict[str, np.ndarray], halt: Halt | None = None,
+    ) -> list[np.ndarray]:
+        """``session.run``, ended between two nodes once ``halt`` is set (RunOptions.terminate)."""
+        options = ort.RunOptions()
+        watching = halt.watching(lambda: setattr(options, "terminate", True)) if halt else contextlib.nullcontext()
         try:
-            with self._lock:
-                results: list[np.ndarray] = session.run(outputs, feeds)
+            with self._lock, watching:
+                results: list[np.ndarray] = session.run(outputs, feeds, options)
                 return results
+        except Halted:
+            raise
         except Exception as exc:
+            if halt is not None and halt.is_set:  # onnxruntime's "terminate flag" failure
+                raise Halted("the job was cancelled") from exc
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
 
-    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
+    def begin(
+        self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None, halt: Halt | None = None,
+    ) -> Decoding:
         """Run the front (the whole graph when it could not be cut); decode windows with ``step``."""
         feeds = self._feeds(phonemes, style, speed)
         if self._whole is not None:
-            return self._begin_whole(feeds)
+            return self._begin_whole(feeds, halt)
         split = self._split
         assert split is not None
-        front = self._run(self._front, list(split.front_outputs), feeds)
+        front = self._run(self._front, list(split.front_outputs), feeds, halt)
         features, f0, energy = front[:3]
         durations = np.asarray(front[3]).reshape(-1) if len(front) > 3 else None
         frames = int(features.shape[2])
         if frames < 1 or f0.shape[1] != 2 * frames or energy.shape[1] != 2 * frames:
             raise EngineError(f"synthesis failed: front gave {frames} frames, F0 {f0.shape}, energy {energy.shape}")
-        (source,) = self._run(self._source, [SOURCE], {F0: f0})
+        (source,) = self._run(self._source, [SOURCE], {F0: f0}, halt)
         per_frame = source.shape[1] // frames
         style_in = feeds[split.style_input]
 
-        def decode(lo: int, hi: int) -> np.ndarray:
+        def decode(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
             (audio,) = self._run(self._decoder, [split.audio_output], {
                 FEATURES: features[:, :, lo:hi], F0: f0[:, 2 * lo:2 * hi], ENERGY: energy[:, 2 * lo:2 * hi],
                 split.style_input: style_in, SOURCE: source[:, lo * per_frame:hi * per_frame],
-            })
+            }, halt)
             return _checked(audio)
 
         return Decoding(frames=frames, decode=decode, plan=plan, durations=durations)
 
-    def _begin_whole(self, feeds: dict[str, np.ndarray]) -> Decoding:
+    def _begin_whole(self, feeds: dict[str, np.ndarray], halt: Halt | None) -> Decoding:
         sig = self._sig
         wanted = [sig.audio] if sig.durations is None else [sig.audio, sig.durations]
         assert self._whole is not None  # begin() comes here only for a graph it could not cut
-        results = self._run(self._whole, wanted, feeds)
+        results = self._run(self._whole, wanted, feeds, halt)
         audio = _checked(results[0])
         durations = None if sig.durations is None else np.asarray(results[1]).reshape(-1)
-        return Decoding(frames=1, decode=lambda lo, hi: audio, plan=None, durations=durations)
+        return Decoding(frames=1, decode=lambda lo, hi, halt=None: audio, plan=None, durations=durations)
 
     def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
         decoding = self.begin(phonemes, style, speed, plan=None)

@@ -24,6 +24,7 @@ from torch.nn.utils.weight_norm import WeightNorm
 from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
+from .halt import Halt, Halted
 from .windows import Decoding, WindowPlan
 
 COMPONENTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
@@ -162,6 +163,19 @@ class SharedSource(torch.nn.Module):  # type: ignore[misc]  # torch has no stubs
         return window, unused, unused
 
 
+def halt_points(model: KModel) -> list[torch.nn.Module]:
+    """The blocks a halted job stops before: the front's four parts, then the decoder's blocks and
+    the vocoder's upsampling and residual blocks (each a small part of a window's time). Not every
+    module: a pre-hook costs ~3 us a call and the model makes hundreds of calls a chunk, which a
+    GPU would feel; these are about 25."""
+    generator = model.decoder.generator
+    blocks = [model.bert, model.bert_encoder, model.predictor, model.text_encoder, model.decoder.encode,
+              *model.decoder.decode, generator.conv_post]
+    for name in ("ups", "resblocks", "noise_convs", "noise_res"):
+        blocks.extend(getattr(generator, name))
+    return blocks
+
+
 def _seed(phonemes: str, speed: float) -> int:
     """Kokoro's vocoder draws noise; seeding by input makes the same request give the same samples."""
     return zlib.crc32(f"{speed:.4f}|{phonemes}".encode())
@@ -190,8 +204,30 @@ class TorchEngine:
         self._model = kmodel.to(self.device).eval()
         self._source = SharedSource.install(self._model.decoder.generator)
         self._lock = threading.Lock()  # one forward at a time, whatever thread calls
+        self._halt: Halt | None = None  # the running job's, while it holds the lock
+        for module in halt_points(self._model):
+            module.register_forward_pre_hook(self._check_halt)
 
-    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None) -> Decoding:
+    def _check_halt(self, module: torch.nn.Module, args: Any) -> None:
+        halt = self._halt
+        if halt is not None:
+            halt.check()
+
+    @contextlib.contextmanager
+    def _running(self, halt: Halt | None) -> Iterator[None]:
+        """One forward at a time; ``halt`` stops it at the next module."""
+        with self._lock:
+            if halt is not None:
+                halt.check()
+            self._halt = halt
+            try:
+                yield
+            finally:
+                self._halt = None
+
+    def begin(
+        self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None, halt: Halt | None = None,
+    ) -> Decoding:
         if not phonemes or len(phonemes) > MAX_PHONEMES:
             raise EngineError(f"phonemes: length {len(phonemes)} is outside 1..{MAX_PHONEMES}")
         if not np.isfinite(speed) or speed <= 0:
@@ -199,25 +235,28 @@ class TorchEngine:
         ref_s = torch.from_numpy(np.ascontiguousarray(style, dtype=np.float32)).reshape(1, -1).to(self.device)
         seed = _seed(phonemes, speed)
         try:
-            with self._lock, torch.inference_mode():
+            with self._running(halt), torch.inference_mode():
                 torch.manual_seed(seed)
                 asr, f0, energy, durations = self._front(phonemes, ref_s, speed)
                 torch.manual_seed(seed)  # the source draws the vocoder's noise, as a one-shot decoder would
                 source = self._source.make(f0)
-        except EngineError:
+        except EngineError:  # Halted among them
             raise
         except Exception as exc:
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
         decoder_style = ref_s[:, :128]
         per_frame = source.shape[1] // int(asr.shape[2])
 
-        def decode(lo: int, hi: int) -> np.ndarray:
+        def decode(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
             try:
-                with self._lock, torch.inference_mode(), self._source.using(source[:, lo * per_frame:hi * per_frame]):
+                with self._running(halt), torch.inference_mode(), \
+                        self._source.using(source[:, lo * per_frame:hi * per_frame]):
                     torch.manual_seed(seed + lo)  # any other draw: same input, same samples
                     audio = self._model.decoder(
                         asr[:, :, lo:hi], f0[:, 2 * lo:2 * hi], energy[:, 2 * lo:2 * hi], decoder_style
                     )
+            except Halted:
+                raise
             except Exception as exc:
                 raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
             samples: np.ndarray = audio.detach().to(torch.float32).cpu().numpy().reshape(-1)

@@ -15,10 +15,13 @@ is final, so the caller can send it before the next window is decoded.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .halt import Halt
 
 FRAME_S = 0.025
 """One frame of Kokoro's aligned features: 600 samples of 24 kHz audio (both engines)."""
@@ -334,12 +337,18 @@ class Joiner:
         return audio
 
 
+class Decode(Protocol):
+    """An engine's decoder over frames [lo, hi), stopping early when ``halt`` is set (halt.py)."""
+
+    def __call__(self, lo: int, hi: int, halt: Halt | None = None) -> np.ndarray: ...
+
+
 class Decoding:
     """One utterance after the front ran: ``step`` decodes the next window and returns its final
     audio. ``durations`` (frames per token) is known from the start. Steps are serialized."""
 
     def __init__(
-        self, *, frames: int, decode: Callable[[int, int], np.ndarray], plan: WindowPlan | None,
+        self, *, frames: int, decode: Decode, plan: WindowPlan | None,
         durations: np.ndarray | None = None,
     ) -> None:
         self.frames = frames
@@ -396,12 +405,13 @@ class Decoding:
             self._windows = [*self.windows[:self._next], Window(window.start, self.frames, window.lo, self.frames, 0)]
             return True
 
-    def step(self) -> np.ndarray:
+    def step(self, halt: Halt | None = None) -> np.ndarray:
+        """Decode the next window; ``halt`` stops it early (Halted, and the window is not done)."""
         with self._lock:
             if self.done:
                 raise RuntimeError("every window is already decoded")
             window = self.windows[self._next]
-            decoded = np.asarray(self.decode(window.lo, window.hi), dtype=np.float32).reshape(-1)
+            decoded = np.asarray(self.decode(window.lo, window.hi, halt), dtype=np.float32).reshape(-1)
             per_frame, rest = divmod(decoded.size, window.hi - window.lo)
             if rest or per_frame == 0:
                 raise ValueError(f"decoder returned {decoded.size} samples for {window.hi - window.lo} frames")
