@@ -163,6 +163,9 @@ class _ByteSink:
         return out
 
 
+_WAV_HEADER_BYTES = 44  # what _wav_header writes: RIFF, fmt (16 bytes of format), data
+
+
 def _wav_header(sample_rate: int) -> bytes:
     """RIFF/WAVE header for s16 mono of unknown length (sizes 0xFFFFFFFF, as ffmpeg streams it)."""
     return (
@@ -174,6 +177,15 @@ def _wav_header(sample_rate: int) -> bytes:
         + b"data"
         + struct.pack("<I", _UNKNOWN_SIZE)
     )
+
+
+def sized_file(fmt: str, data: bytes) -> bytes:
+    """A whole streamed response as a file whose length is known: a WAV's RIFF and data sizes
+    filled in (streamed, they say 0xFFFFFFFF); every other format is already a complete file."""
+    if fmt != "wav" or len(data) < _WAV_HEADER_BYTES or data[:4] != b"RIFF":
+        return data
+    return (data[:4] + struct.pack("<I", len(data) - 8) + data[8:40]
+            + struct.pack("<I", len(data) - _WAV_HEADER_BYTES) + data[_WAV_HEADER_BYTES:])
 
 
 class _PcmBackend:

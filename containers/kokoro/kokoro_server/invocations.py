@@ -22,6 +22,7 @@ import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
 
+import numpy as np
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
@@ -121,8 +122,11 @@ class Encoded:
     words: tuple[WordTiming, ...] = ()
 
 
-async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -> AsyncGenerator[Encoded, None]:
-    """Encoded audio as it is made, sentence by sentence, then the encoder's tail."""
+async def encoded_audio(
+    synth: Synthesizer, req: SynthesisRequest, voice: str, *, gain: float = 1.0,
+) -> AsyncGenerator[Encoded, None]:
+    """Encoded audio as it is made, sentence by sentence, then the encoder's tail; ``gain`` scales
+    the samples (clipped at full scale by the encoder)."""
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
     speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed, text=req.text,
@@ -131,7 +135,8 @@ async def encoded_audio(synth: Synthesizer, req: SynthesisRequest, voice: str) -
     clock = UtteranceClock(route="http", fmt=req.format)
     try:
         async for chunk in speech:
-            data = await encode_off_loop(encoder, chunk.synthesis.audio)
+            samples = chunk.synthesis.audio if gain == 1.0 else chunk.synthesis.audio * np.float32(gain)
+            data = await encode_off_loop(encoder, samples)
             yield Encoded(data=data, audio_s=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s, words=chunk.words)
             clock.audio(seconds=chunk.synthesis.seconds, synthesis_s=chunk.synthesis_s)
         finished = True

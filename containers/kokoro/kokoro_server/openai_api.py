@@ -20,6 +20,13 @@ Translations, each documented in docs/protocol.md#openai-compatible-speech-api:
   0.5-2.0: how Kokoro sounds beyond that is in docs/protocol.md#openai-compatible-speech-api).
 * ``pcm`` is 24 kHz s16le mono, as OpenAI's; every format is at 24 kHz.
 
+Kokoro-FastAPI's extra fields (:data:`KOKORO_FASTAPI_FIELDS`), which its users' clients send, mean
+what they mean there: ``stream`` (default true; false answers with the whole file at once, its
+length known), ``volume_multiplier`` (scales the samples; clipped at full scale),
+``normalization_options`` (its switches, mapped onto our normalization groups:
+:data:`KFA_NORMALIZATION`). ``return_download_link`` and ``download_format`` are accepted and
+ignored: this server keeps no files to link to; ``X-Kokoro-Ignored-Fields`` names them when set.
+
 Errors use OpenAI's body, ``{"error": {"message", "type", "param", "code"}}``.
 """
 
@@ -46,7 +53,7 @@ from voicestream.protocol import (
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization, check_normalization
 from voicestream.protocol.sse import sse_frame
 
-from .audio import CONTENT_TYPES
+from .audio import CONTENT_TYPES, sized_file
 from .invocations import MAX_BODY_BYTES, Encoded, encoded_audio, failure_message, opened, read_body
 from .synth import Synthesizer
 
@@ -59,9 +66,20 @@ OPENAI_VOICES = (
 # OpenAI's names that Kokoro has a voice of (hexgrad named these packs after them); the rest speak
 # with the server's default voice (af_heart wherever the English voices are).
 OPENAI_ALIASES = {"alloy": "af_alloy", "echo": "am_echo", "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx"}
-FIELDS = frozenset({
+OPENAI_FIELDS = frozenset({
     "model", "input", "voice", "instructions", "response_format", "speed", "stream_format", "normalize",
 })
+KOKORO_FASTAPI_FIELDS = frozenset({
+    "stream", "volume_multiplier", "normalization_options", "return_download_link", "download_format",
+})
+FIELDS = OPENAI_FIELDS | KOKORO_FASTAPI_FIELDS
+# Kokoro-FastAPI's normalization_options switches -> our normalization group (protocol.normalization).
+KFA_NORMALIZATION = {
+    "unit_normalization": "units", "url_normalization": "urls", "email_normalization": "emails",
+    "phone_normalization": "phones", "replace_remaining_symbols": "symbols",
+    "optional_pluralization_normalization": "plurals",
+}
+MAX_VOLUME = 10.0  # volume_multiplier's upper bound (Kokoro-FastAPI sets none; past this it is noise)
 STREAM_FORMATS = ("audio", "sse")
 OPENAI_SPEED_MIN, OPENAI_SPEED_MAX = 0.25, 4.0  # OpenAI's documented range for ``speed``
 FRAMES_PER_SECOND = 40  # Kokoro's duration frames (25 ms): the unit of usage.output_tokens
@@ -96,6 +114,9 @@ class SpeechRequest:
     stream_format: str = "audio"
     instructions: str | None = None
     normalize: Normalization = NORMALIZE_ALL  # ours, not OpenAI's: text normalization (docs/normalization.md)
+    stream: bool = True  # Kokoro-FastAPI's: false sends the whole file at once
+    volume: float = 1.0  # Kokoro-FastAPI's volume_multiplier
+    ignored: tuple[str, ...] = ()  # fields accepted that change nothing here (X-Kokoro-Ignored-Fields)
 
 
 def _choice(payload: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
@@ -127,12 +148,65 @@ def parse_speech(payload: dict[str, Any]) -> SpeechRequest:
     instructions = payload.get("instructions")
     if instructions is not None and not isinstance(instructions, str):
         raise OpenAIError("instructions: must be a string", param="instructions", code="invalid_type")
+    stream = _flag(payload, "stream", True)
+    stream_format = _choice(payload, "stream_format", STREAM_FORMATS, "audio")
+    if not stream and stream_format == "sse":
+        raise OpenAIError("stream: false asks for one file; stream_format sse is a stream of events",
+                          param="stream", code="invalid_value")
+    ignored = [name for name in ("instructions", "return_download_link") if payload.get(name)]
+    if payload.get("download_format") is not None:
+        _choice(payload, "download_format", FORMATS, "mp3")
+        ignored.append("download_format")
+    _flag(payload, "return_download_link", False)
     return SpeechRequest(
         model=model, input=text, voice=_voice(payload["voice"]),
         response_format=_choice(payload, "response_format", FORMATS, "mp3"), speed=speed,
-        stream_format=_choice(payload, "stream_format", STREAM_FORMATS, "audio"), instructions=instructions,
-        normalize=normalize,
+        stream_format=stream_format, instructions=instructions,
+        normalize=_with_kfa_options(normalize, payload.get("normalization_options")), stream=stream,
+        volume=_volume(payload.get("volume_multiplier")), ignored=tuple(ignored),
     )
+
+
+def _flag(payload: dict[str, Any], name: str, default: bool) -> bool:
+    value = payload.get(name, default)
+    if not isinstance(value, bool):
+        raise OpenAIError(f"{name}: must be true or false, got {type(value).__name__}", param=name,
+                          code="invalid_type")
+    return value
+
+
+def _volume(value: object) -> float:
+    """Kokoro-FastAPI's ``volume_multiplier``: null or absent is 1."""
+    if value is None:
+        return 1.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= MAX_VOLUME:
+        raise OpenAIError(f"volume_multiplier: must be a number from 0 to {MAX_VOLUME:g}, got {value!r}",
+                          param="volume_multiplier", code="invalid_value")
+    return float(value)
+
+
+def _with_kfa_options(normalize: Normalization, options: object) -> Normalization:
+    """``normalize`` with Kokoro-FastAPI's ``normalization_options`` applied: ``normalize: false``
+    turns every rule off, each switch set false its group (:data:`KFA_NORMALIZATION`); a switch it
+    does not name stays as ``normalize`` has it."""
+    if options is None:
+        return normalize
+    if not isinstance(options, dict):
+        raise OpenAIError("normalization_options: must be an object of switch -> bool",
+                          param="normalization_options", code="invalid_type")
+    off = set(normalize.off)
+    for name, on in options.items():
+        field = f"normalization_options.{str(name)[:40]}"
+        if name != "normalize" and name not in KFA_NORMALIZATION:
+            raise OpenAIError(f"{field}: unknown switch; expected normalize or one of {', '.join(KFA_NORMALIZATION)}",
+                              param=field, code="unknown_parameter")
+        if not isinstance(on, bool):
+            raise OpenAIError(f"{field}: must be true or false, got {type(on).__name__}", param=field,
+                              code="invalid_type")
+        if not on and name != "normalize":
+            off.add(KFA_NORMALIZATION[name])
+    enabled = normalize.enabled and options.get("normalize", True)
+    return Normalization(enabled=enabled, off=frozenset(off))
 
 
 def _voice(value: object) -> str | None:
@@ -177,12 +251,16 @@ async def respond(synth: Synthesizer, payload: dict[str, Any]) -> Response:
     native = SynthesisRequest(text=req.input, voice=voice, speed=req.speed, format=req.response_format,  # type: ignore[arg-type]
                               sample_rate=NATIVE_SAMPLE_RATE, normalize=req.normalize)
     headers = {"X-Kokoro-Voice": voice, "X-Audio-Sample-Rate": str(NATIVE_SAMPLE_RATE)}
-    if req.instructions:
-        headers["X-Kokoro-Ignored-Fields"] = "instructions"
+    if req.ignored:
+        headers["X-Kokoro-Ignored-Fields"] = ", ".join(req.ignored)
     try:  # the response starts once there is audio: a synthesis failing before it is a 500
-        audio = await opened(encoded_audio(synth, native, voice))
+        audio = await opened(encoded_audio(synth, native, voice, gain=req.volume))
+        if not req.stream:
+            whole = b"".join([part.data async for part in audio])
+            return Response(sized_file(req.response_format, whole), media_type=CONTENT_TYPES[req.response_format],
+                            headers=headers)
     except Exception as exc:
-        log.exception("openai speech request failed before its first audio")
+        log.exception("openai speech request failed")
         return OpenAIError(failure_message(exc), param=None, code="synthesis_failed", status=500).response()
     if req.stream_format == "sse":
         return StreamingResponse(_sse(audio, native), media_type="text/event-stream",

@@ -115,6 +115,8 @@ RULES: tuple[Rule, ...] = (
     Rule(name="grouped_integer", group="numbers", pattern=r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?![\d]|[.,]\d)",
          speak=lambda m: cardinal(int(m.group().replace(",", "")))),
     Rule(name="negative", group="numbers", pattern=r"(?<![\w.-])[-−](\d+)(?![\w.]|\.\d)", speak=_negative),
+    Rule(name="optional_plural", group="plurals", pattern=r"\b([A-Za-z]+)\(s\)(?!\w)",
+         speak=lambda m: f"{m.group(1)}s"),
     Rule(name="number_sign", group="symbols", pattern=r"(?<![\w&])#(?:(\d+)|([A-Za-z]\w*))", speak=_hashtag),
     *(Rule(name=f"abbreviation:{words}", group="abbreviations", pattern=pattern, speak=WordsRule(words))
       for pattern, words in ABBREVIATIONS),

@@ -21,7 +21,7 @@ from .fields import invalid
 #: The rule groups a client may switch off one by one (the server's rules each belong to one).
 NORMALIZE_GROUPS: Final = (
     "markdown", "urls", "emails", "money", "phones", "times", "dates", "units", "numbers",
-    "abbreviations", "symbols", "emoji",
+    "abbreviations", "symbols", "emoji", "plurals",
 )
 
 
