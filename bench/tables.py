@@ -63,6 +63,7 @@ TABLES: tuple[Table, ...] = (
     Table(name="normalization", sources=("normalization.json",), render=speech.normalization),
     Table(name="engine-vs-loop-torch", sources=("engine_vs_loop-torch.json",), render=speech.engine_vs_loop),
     Table(name="engine-vs-loop-onnx", sources=("engine_vs_loop-onnx.json",), render=speech.engine_vs_loop),
+    Table(name="barge-in", sources=("barge_in-onnx.json", "barge_in-torch.json"), render=speech.barge_in),
 )
 BY_NAME = {table.name: table for table in TABLES}
 

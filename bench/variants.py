@@ -6,7 +6,9 @@ The production server holds what it serves with. What a benchmark compares it ag
 * ``one_shot``: every chunk decoded in one shot (first audio after the whole chunk);
 * ``windowed_per_chunk``: every chunk's windows start small, as if nothing came before it;
 * ``sentence_jobs``: one model job per sentence, and a later window held to ``continued`` frames
-  whenever another owner has work, 240 alone (the engine before sentences joined: issue 33).
+  whenever another owner has work, 240 alone (the engine before sentences joined: issue 33);
+* ``no_halt``: a cancelled job already on the model runs to its end (the engine before halting:
+  issue 43; bench/barge_in.py).
 
 In one process, build them from :func:`scheduler_class` and :func:`synthesizer_class`. For a server process,
 ``python -m bench.variant_server serve ...`` with ``KOKORO_BENCH_VARIANTS=round_robin,one_shot``
@@ -18,11 +20,12 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from kokoro_server.engines.halt import Halt
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.synth import Synthesizer
 
-VARIANTS = ("round_robin", "one_shot", "windowed_per_chunk", "sentence_jobs")
-DECODING = ("one_shot", "windowed_per_chunk", "sentence_jobs")  # one synthesizer: at most one of them
+VARIANTS = ("round_robin", "one_shot", "windowed_per_chunk", "sentence_jobs", "no_halt")
+DECODING = ("one_shot", "windowed_per_chunk", "sentence_jobs", "no_halt")  # one synthesizer: at most one of them
 SENTENCE_JOBS_ALONE = 240  # WindowPlan.continued_alone before sentences joined
 ENV = "KOKORO_BENCH_VARIANTS"
 
@@ -61,6 +64,13 @@ class SentenceJobsSynthesizer(Synthesizer):
         return SENTENCE_JOBS_ALONE if alone else self.plan.continued
 
 
+class NoHaltSynthesizer(Synthesizer):
+    """A cancelled job's future no longer halts it: a window on the model is decoded to its end."""
+
+    def _queue(self, owner: Hashable, run: Any, halt: Halt, then: Any) -> Any:
+        return super()._queue(owner, run, Halt(), then)  # the job watches its own halt, never set
+
+
 def parse(text: str) -> frozenset[str]:
     """``round_robin,one_shot`` as a set of variant names; ValueError naming an unknown one."""
     names = frozenset(filter(None, (name.strip() for name in text.split(","))))
@@ -85,4 +95,6 @@ def synthesizer_class(variants: Iterable[str]) -> type[Synthesizer]:
         return OneShotSynthesizer
     if "sentence_jobs" in names:
         return SentenceJobsSynthesizer
+    if "no_halt" in names:
+        return NoHaltSynthesizer
     return PerChunkSynthesizer if "windowed_per_chunk" in names else Synthesizer
