@@ -35,6 +35,18 @@ class SageMakerLocal(StandInInfo):
             "AWS_CA_BUNDLE": self.ca_bundle, "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
         }
 
+    def plugin_options(self, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+        """The stand-in's endpoint, CA and keys as a plugin's keyword arguments, with none of them
+        in the environment (so only the arguments can reach it)."""
+        for key in ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL", "AWS_CA_BUNDLE", "AWS_ACCESS_KEY_ID",
+                    "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"):
+            monkeypatch.delenv(key, raising=False)
+        monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
+        monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
+        return {"endpoint_name": self.endpoint_name, "region": self.region, "endpoint_url": self.endpoint_url,
+                "ca_bundle": self.ca_bundle, "aws_access_key_id": ACCESS_KEY_ID,
+                "aws_secret_access_key": SECRET_ACCESS_KEY}
+
 
 @pytest.fixture(scope="session")
 def sagemaker_local(kokoro_server: KokoroServer) -> Iterator[SageMakerLocal]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Awaitable, Iterator
 from typing import TypeVar
 
@@ -19,7 +18,7 @@ import pytest
 from kokoro_server_fixture import KokoroServer
 from livekit.agents import APIConnectOptions, APIError, tts
 from livekit.agents.types import USERDATA_TIMED_TRANSCRIPT, TimedString
-from sagemaker_local_fixture import ACCESS_KEY_ID, SECRET_ACCESS_KEY, SageMakerLocal
+from sagemaker_local_fixture import SageMakerLocal
 from waiting import wait_until_async
 
 from voicestream.integrations.livekit import KokoroTTS
@@ -226,19 +225,6 @@ def test_through_sagemaker(sagemaker_local: SageMakerLocal, kokoro_server: Kokor
     run(main())
 
 
-def sagemaker_options(sagemaker_local: SageMakerLocal, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """The stand-in's endpoint, CA and keys as the plugin's keyword arguments, with none of them in
-    the environment (so only the arguments can reach it)."""
-    for key in ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL", "AWS_CA_BUNDLE", "AWS_ACCESS_KEY_ID",
-                "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_REGION", "AWS_DEFAULT_REGION"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", os.devnull)
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", os.devnull)
-    return {"endpoint_name": sagemaker_local.endpoint_name, "region": sagemaker_local.region,
-            "endpoint_url": sagemaker_local.endpoint_url, "ca_bundle": sagemaker_local.ca_bundle,
-            "aws_access_key_id": ACCESS_KEY_ID, "aws_secret_access_key": SECRET_ACCESS_KEY}
-
-
 def test_sagemaker_options_belong_to_an_endpoint() -> None:
     with pytest.raises(ValueError, match="endpoint_url"):
         KokoroTTS(url="http://127.0.0.1:1", endpoint_url="https://127.0.0.1:8443")
@@ -259,7 +245,7 @@ def test_twenty_interrupts_through_sagemaker_leave_every_next_answer_whole(
     long_answer = " ".join([ANSWER] * 3)
 
     async def main() -> None:
-        async with KokoroTTS(voice="af_heart", **sagemaker_options(sagemaker_local, monkeypatch)) as engine:
+        async with KokoroTTS(voice="af_heart", **sagemaker_local.plugin_options(monkeypatch)) as engine:
             for i in range(20):
                 stream = engine.stream(conn_options=once)
                 for token in tokens(long_answer):

@@ -250,10 +250,16 @@ def test_unknown_voice_is_reported(kokoro_server: KokoroServer) -> None:
 
 def test_through_sagemaker(sagemaker_local: SageMakerLocal, kokoro_server: KokoroServer,
                            monkeypatch: pytest.MonkeyPatch) -> None:
-    for key, value in sagemaker_local.client_env().items():
-        monkeypatch.setenv(key, value)
-    tts = KokoroTTSService(endpoint_name=sagemaker_local.endpoint_name, region=sagemaker_local.region)
+    """The endpoint URL, CA and keys as arguments only (none in the environment)."""
+    tts = KokoroTTSService(**sagemaker_local.plugin_options(monkeypatch))
     interrupted_then_next(kokoro_server, tts, at_start=False)
+
+
+def test_sagemaker_options_belong_to_an_endpoint() -> None:
+    with pytest.raises(ValueError, match="endpoint_url"):
+        KokoroTTSService(url="http://127.0.0.1:1", endpoint_url="https://127.0.0.1:8443")
+    with pytest.raises(ValueError, match="https"):
+        KokoroTTSService(endpoint_name="kokoro-tts", endpoint_url="http://127.0.0.1:8443")
 
 
 @pytest.fixture(scope="module")
