@@ -172,8 +172,10 @@ def soak(record: Results) -> list[str]:
     rows = [
         ("sessions x turns (random cancels)",
          f"{record['sessions']} x {record['turns']} ({record['cancel_rate']:.0%})"),
-        ("utterances whose audio matched their text rendered alone or carried on",
-         f"{record['audio_verified']} of {record['utterances']} ({record['carried']} carried)"),
+        ("utterances whose audio matched their text's reference render",
+         f"{record['audio_verified']} of {record['utterances']}"
+         + (f" ({record['carried']} carried on earlier audio: a record from before the job sizer)"
+            if "carried" in record else "")),
         ("resident memory peak, first half / second half after warm-up",
          f"{num(rss['first_half_peak'])} / {num(rss['second_half_peak'])} MiB "
          f"(tolerance {num(record['rss_tolerance_mib'])})"),

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 from .throughput import VOICE_PREFERENCE, paragraph
 
 if TYPE_CHECKING:
-    from kokoro_server.pace import DecoderCost
+    from kokoro_server.sizing import Cost
 
 SHORT = "Start with where the router sits."  # 6 words (bench/design.py's)
 SECOND_CALLER_AFTER_S = 0.3
@@ -135,11 +135,11 @@ class Sides:
 
     # ---- ours -------------------------------------------------------------------------------------
 
-    def _learned_cost(self) -> DecoderCost:
+    def _learned_cost(self) -> Cost:
         """The decoder cost a server fits to the windows it decodes (pace.PaceMeter), starting from
         the warm-up pace: fitted here to four paragraphs at once, as a server that has served a while."""
         texts = [self.text] * CONCURRENT
-        cost: DecoderCost = asyncio.run(self._ours(texts, [0.0] * CONCURRENT, (), linear_pace=True, learn=True))["cost"]
+        cost: Cost = asyncio.run(self._ours(texts, [0.0] * CONCURRENT, (), linear_pace=True, learn=True))["cost"]
         return cost
 
     def ours(
@@ -156,23 +156,27 @@ class Sides:
         self, texts: list[str], starts: list[float], variants: tuple[str, ...], *, linear_pace: bool,
         learn: bool = False,
     ) -> dict[str, Any]:
-        from kokoro_server.pace import DecoderCost
         from kokoro_server.scheduler import Scheduler
+        from kokoro_server.sizing import Cost
+        from kokoro_server.speech import Speech
+        from kokoro_server.synth import Synthesizer
         from voicestream.chunker import iter_sentences
 
-        from .variants import synthesizer_class
+        from .variants import strategies
 
+        chosen = strategies(variants)
         scheduler = Scheduler(workers=1)
         await scheduler.start()
-        synth = synthesizer_class(variants)(
-            engine=self.engine, voices=self.model.voices, scheduler=scheduler, default_voice=self.voice)
+        synth = (chosen.synthesizer or Synthesizer)(
+            engine=self.engine, voices=self.model.voices, scheduler=scheduler, default_voice=self.voice,
+            sizer=chosen.sizer)
         synth.phonemizer.phonemize("Warm up.", voice=self.voice)
-        synth.keep_up(DecoderCost(pace=self.pace) if linear_pace else self.cost, remeasure=learn)
+        synth.keep_up(Cost(pace=self.pace) if linear_pace else self.cost, remeasure=learn)
 
         async def speak(owner: int, text: str, start: float) -> dict[str, float]:
             await asyncio.sleep(start)
             run = Run()
-            async for chunk in synth.speech(owner=owner, pieces=iter_sentences(text), voice=self.voice, speed=1.0):
+            async for chunk in Speech(synth, owner=owner, pieces=iter_sentences(text), voice=self.voice, speed=1.0):
                 run.audio(chunk.seconds)
             return run.done()
 

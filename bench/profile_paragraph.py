@@ -47,31 +47,43 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return time.perf_counter() - began, value
 
 
+def alone(frames: int, cost: Any) -> list[Any]:
+    """The windows the server's sizer gives a chunk of ``frames`` alone at ``cost`` (sizing.sizes_alone)."""
+    from kokoro_server.engines.windows import window
+    from kokoro_server.sizing import Sizer, sizes_alone
+
+    spans, start = [], 0
+    for size in sizes_alone(frames, Sizer(), cost):
+        spans.append(window(start, size, frames))
+        start += size
+    return spans
+
+
 def chunk_costs(sides: Sides) -> dict[str, Any]:
     """G2P, front, harmonic source (once and per window) and one-shot decoding per chunk."""
-    from kokoro_server.engines import WindowPlan
     from kokoro_server.model_dir import style_for
+    from kokoro_server.sizing import Cost
     from voicestream.chunker import iter_sentences
 
     engine, pack = sides.engine, sides.model.voices[sides.voice]
-    plan = WindowPlan(pace=sides.pace)
     g2p_s, rows = 0.0, []
     for sentence in iter_sentences(sides.text):
         spent, chunks = _timed(partial(sides.phonemizer.phonemize, sentence, voice=sides.voice))
         g2p_s += spent
         for phonemes in chunks:
             style = style_for(pack, phonemes)
-            begin_s, decoding = _timed(partial(engine.begin, phonemes, style, 1.0, plan=plan))
+            begin_s, decoding = _timed(partial(engine.begin, phonemes, style, 1.0))
+            spans = alone(decoding.frames, Cost(pace=sides.pace))
             row: dict[str, Any] = {"frames": decoding.frames, "begin_s": begin_s,
-                                   "windows_alone": [w.hi - w.lo for w in decoding.windows]}
+                                   "windows_alone": [w.hi - w.lo for w in spans]}
             row["one_shot_decode_s"], _ = _timed(partial(decoding.decode, 0, decoding.frames))
-            row.update(_source_costs(engine, phonemes, style, decoding))
+            row.update(_source_costs(engine, phonemes, style, spans))
             row["front_s"] = max(0.0, begin_s - row.get("source_once_s", 0.0))
             rows.append(row)
     return {"g2p_s": g2p_s, "chunks": rows}
 
 
-def _source_costs(engine: Any, phonemes: str, style: Any, decoding: Any) -> dict[str, float]:
+def _source_costs(engine: Any, phonemes: str, style: Any, spans: list[Any]) -> dict[str, float]:
     """The harmonic source made once over the chunk, and on the torch engine once per window."""
     if engine.name == "onnx":
         return _onnx_source_cost(engine, phonemes, style)
@@ -85,7 +97,7 @@ def _source_costs(engine: Any, phonemes: str, style: Any, decoding: Any) -> dict
     with torch.inference_mode():
         _, f0, _, _ = engine._front(phonemes, ref_s, 1.0)
         once, _ = _timed(partial(source.make, f0))
-        per_window = sum(_timed(partial(source.make, f0[:, 2 * w.lo:2 * w.hi]))[0] for w in decoding.windows)
+        per_window = sum(_timed(partial(source.make, f0[:, 2 * w.lo:2 * w.hi]))[0] for w in spans)
     return {"source_once_s": once, "source_per_window_s": per_window}
 
 
@@ -101,8 +113,8 @@ def _onnx_source_cost(engine: Any, phonemes: str, style: Any) -> dict[str, float
 
 
 async def _speech(sides: Sides) -> dict[str, Any]:
-    from kokoro_server.engines.windows import plan_windows
     from kokoro_server.scheduler import Scheduler
+    from kokoro_server.speech import Speech
     from kokoro_server.synth import Synthesizer
     from voicestream.chunker import iter_sentences
 
@@ -124,15 +136,15 @@ async def _speech(sides: Sides) -> dict[str, Any]:
         """The engine, counting the frames each window decodes (its own and its context)."""
 
         def __init__(self, engine: Any) -> None:
-            self.engine, self.name, self.device, self.windowed = engine, engine.name, engine.device, engine.windowed
+            self.engine, self.name, self.device = engine, engine.name, engine.device
 
         def begin(self, *args: Any, **kwargs: Any) -> Any:
             decoding = self.engine.begin(*args, **kwargs)
             decode = decoding.decode
 
-            def counted(lo: int, hi: int) -> Any:
+            def counted(lo: int, hi: int, halt: Any = None) -> Any:
                 decoded.append(hi - lo)
-                return decode(lo, hi)
+                return decode(lo, hi, halt)
 
             decoding.decode = counted
             return decoding
@@ -150,14 +162,10 @@ async def _speech(sides: Sides) -> dict[str, Any]:
     planned_frames = 0
     try:
         began = time.perf_counter()
-        made = 0
-        async for chunk in synth.speech(owner="p", pieces=iter_sentences(sides.text), voice=sides.voice, speed=1.0):
+        async for chunk in Speech(synth, owner="p", pieces=iter_sentences(sides.text), voice=sides.voice, speed=1.0):
             windows.append({"audio_s": chunk.seconds, "model_s": chunk.synthesis_s})
-            if chunk.frames:  # a chunk's first window: the windows it would have had without joining
-                assert synth.plan is not None
-                planned = plan_windows(chunk.frames, synth.plan, before=made if made else 0)
-                planned_frames += sum(w.hi - w.lo for w in planned)
-                made += chunk.frames
+            if chunk.frames:  # a chunk's first window: the windows it would have had alone, not joined
+                planned_frames += sum(w.hi - w.lo for w in alone(chunk.frames, synth.cost))
         wall = time.perf_counter() - began
     finally:
         await scheduler.stop()
@@ -182,7 +190,7 @@ def decode_by_frames(sides: Sides) -> dict[str, Any]:
     from kokoro_server.pace import fit_cost
 
     phonemes = sides.phonemizer.phonemize(sides.text, voice=sides.voice)[0][:MAX_PHONEMES]
-    decoding = sides.engine.begin(phonemes, style_for(sides.model.voices[sides.voice], phonemes), 1.0, plan=None)
+    decoding = sides.engine.begin(phonemes, style_for(sides.model.voices[sides.voice], phonemes), 1.0)
     seconds = {n: _timed(partial(decoding.decode, 0, n))[0] for n in WINDOW_SIZES if n <= decoding.frames}
     cost = fit_cost(list(seconds.items()))
     return {"decode_by_frames": {str(n): t for n, t in seconds.items()},

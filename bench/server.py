@@ -41,14 +41,17 @@ class ServerProcess(KokoroProcess):
         super().__init__(**options)
 
     def start(self, *, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
+        """Spawn the server; its first /diagnostics (the decoder pace it measured at warm-up among them)."""
         try:
-            return super().start(timeout_s=timeout_s)
+            super().start(timeout_s=timeout_s)
+            return self.diagnostics()
         except LaunchError as error:
             raise BenchError(str(error)) from None
 
 
 async def ping(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:
-    response = await client.get(f"{base_url}/ping", timeout=5.0)
+    """The server's /diagnostics: /ping's state and the decoder pace it sizes windows by."""
+    response = await client.get(f"{base_url}/diagnostics", timeout=5.0)
     response.raise_for_status()
     return dict(response.json())
 

@@ -13,8 +13,9 @@ Checked, and the run fails (exit 1) when one does not hold:
   ``utterance_end`` closes the utterance last started, its ``bytes`` equal the binary frames
   received between its start and end, no binary frame arrives outside an utterance, and the
   sha256 of every finished utterance's audio equals that of the same text rendered before the
-  run, alone or carried (reference_hashes; synthesis is deterministic: the vocoder's noise is
-  seeded by its input);
+  run (reference_hashes; synthesis is deterministic: the vocoder's noise is seeded by its input,
+  and the soak's server decodes each chunk in one window, KOKORO_DECODER_PACE=0, so no window
+  depends on timing; a server given with ``--url`` must run so too);
 - after a ``cancel``, no frame of the cancelled utterances follows ``cancelled``;
 - every session finishes every turn (no starvation); fairness is reported as the spread of the
   sessions' mean time to first audio;
@@ -23,7 +24,7 @@ Checked, and the run fails (exit 1) when one does not hold:
   after the run within ``--rss-tolerance-mib`` of idle after warm-up, and the peak of the run's
   second half within the same tolerance of its first half's (a leak keeps growing; a working set
   does not);
-- its file descriptors (``/proc/<pid>/fd``) and asyncio tasks (``/ping`` ``tasks``) are back to
+- its file descriptors (``/proc/<pid>/fd``) and asyncio tasks (``/diagnostics`` ``tasks``) are back to
   their idle counts at the end, and it is idle (no session, job or model run).
 
 Only the standard library, ``websockets`` and ``httpx``: it runs in either environment.
@@ -55,7 +56,6 @@ from bench.vanish import holds, vanish
 from voicestream.launch import KokoroProcess, LaunchError, build_tiny_model
 
 REPO = Path(__file__).resolve().parents[1]
-PRIMER = "Start with where the router sits, high up and in the open."  # over WindowPlan.carry's 1.5 s
 
 
 def rss_kib(pid: int) -> int:
@@ -70,7 +70,7 @@ def fd_count(pid: int) -> int:
 
 
 async def _ping(http: httpx.AsyncClient) -> dict[str, Any]:
-    status: dict[str, Any] = (await http.get("/ping")).json()
+    status: dict[str, Any] = (await http.get("/diagnostics")).json()
     return status
 
 
@@ -87,15 +87,9 @@ async def _wait_idle(http: httpx.AsyncClient, *, timeout: float = 30.0) -> dict[
     return status
 
 
-async def reference_hashes(
-    ws_url: str, http: httpx.AsyncClient, *, timeout: float = 120.0
-) -> dict[str, tuple[str, str]]:
-    """The sha256 of each of TEXTS's pcm audio as it may be rendered: alone in a session of its
-    own, and carried (an utterance spoken while the session's earlier audio still plays plans its
-    windows as if it followed that audio: windows.WindowPlan.carry). Carried, a text this short is
-    one window, the render of the text after PRIMER in one POST (which grows its windows the same
-    way); the bytes after the primer's own are its audio."""
-    alone: dict[str, str] = {}
+async def reference_hashes(ws_url: str, *, timeout: float = 120.0) -> dict[str, str]:
+    """The sha256 of each of TEXTS's pcm audio, each rendered alone in a session of its own."""
+    hashes: dict[str, str] = {}
     for text in TEXTS:
         async with connect(ws_url, max_size=None, open_timeout=30) as ws:
             await ws.send(json.dumps({"type": "configure", "format": "pcm"}))
@@ -108,23 +102,9 @@ async def reference_hashes(
                     digest.update(frame)
                 elif json.loads(frame).get("type") == "turn_end":
                     break
-            alone[text] = digest.hexdigest()
+            hashes[text] = digest.hexdigest()
             await ws.send(json.dumps({"type": "close"}))
-    hashes: dict[str, tuple[str, str]] = {}
-    primer = await _render(http, PRIMER, timeout)
-    for text in TEXTS:
-        after_primer = await _render(http, f"{PRIMER} {text}", timeout)
-        if not after_primer.startswith(primer):
-            raise SoakFailure(f"the primer's audio changed when {text!r} followed it")
-        hashes[text] = (alone[text], hashlib.sha256(after_primer[len(primer):]).hexdigest())
     return hashes
-
-
-async def _render(http: httpx.AsyncClient, text: str, timeout: float) -> bytes:
-    response = await http.post("/invocations", json={"text": text, "format": "pcm"}, timeout=timeout)
-    if response.status_code != 200:
-        raise SoakFailure(f"POST /invocations {text!r}: {response.status_code} {response.text[:200]}")
-    return response.content
 
 
 async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, cancel_rate: float = 0.25,
@@ -138,7 +118,7 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
         idle = await _wait_idle(http)
         fds_before, tasks_before = fd_count(pid), idle["tasks"]
         rss_start = rss_kib(pid)
-        reference = await reference_hashes(ws_url, http, timeout=turn_timeout_s)
+        reference = await reference_hashes(ws_url, timeout=turn_timeout_s)
         # warm-up: every session for a few turns, so allocator arenas and caches have grown
         await asyncio.gather(*(run_session(ws_url, n, warmup_turns, cancel_rate, random.Random(rng.random()),
                                         turn_timeout_s, reference) for n in range(sessions)))
@@ -184,7 +164,6 @@ async def soak(*, http_url: str, pid: int, sessions: int = 32, turns: int = 20, 
             "turns_done": sum(log.turns_done for log in logs),
             "utterances": sum(log.utterances for log in logs), "cancels": sum(log.cancels for log in logs),
             "audio_verified": sum(log.audio_verified for log in logs),
-            "carried": sum(log.carried for log in logs),
             "audio_mib": round(sum(log.audio_bytes for log in logs) / 2**20, 2),
             "first_audio_mean_s": {"min": round(min(means), 3), "median": round(statistics.median(means), 3),
                                    "max": round(max(means), 3)} if means else None,
@@ -227,7 +206,7 @@ def _server(model_dir: Path | None, python: str) -> Iterator[tuple[str, int]]:
         if model_dir is None:
             model_dir = build_tiny_model(Path(tmp) / "tiny", python=python)
         server = KokoroProcess(model_dir=model_dir, python=python, log_path=Path(tmp) / "server.log",
-                               env={"KOKORO_MAX_SESSIONS": "256"})
+                               env={"KOKORO_MAX_SESSIONS": "256", "KOKORO_DECODER_PACE": "0"})
         try:
             server.start(timeout_s=300)
         except LaunchError as error:

@@ -29,7 +29,6 @@ class SessionLog:
     cancels: int = 0
     audio_bytes: int = 0
     audio_verified: int = 0  # utterances whose audio hash matched the text rendered before the run
-    carried: int = 0  # of those, matched only the carried render (windows.WindowPlan.carry)
     first_audio_s: list[float] = field(default_factory=list)
 
 
@@ -38,7 +37,7 @@ class _TurnCheck:
     start and end and matched against the reference renders; nothing follows ``cancelled``."""
 
     def __init__(self, log: SessionLog, number: int, prefix: str, ids: list[str], texts: dict[str, str],
-                 reference: dict[str, tuple[str, str]], sent_at: float) -> None:
+                 reference: dict[str, str], sent_at: float) -> None:
         self.log = log
         self.number = number
         self.prefix = prefix
@@ -104,18 +103,16 @@ class _TurnCheck:
             raise SoakFailure(f"session {number}: {event['id']} announced {event['bytes']} bytes, "
                               f"received {self.counted}")
         spoken = self.texts[event["id"]]
-        alone, carried = self.reference[spoken]
-        if self.digest.hexdigest() not in (alone, carried):
+        if self.digest.hexdigest() != self.reference[spoken]:
             raise SoakFailure(f"session {number}: the audio of {current} ({spoken!r}) is not "
-                              "that of the same text rendered alone or carried")
+                              "that of the same text rendered alone")
         self.log.utterances += 1
         self.log.audio_verified += 1
-        self.log.carried += self.digest.hexdigest() == carried != alone
         self.current = None
 
 
 async def _turn(ws: ClientConnection, log: SessionLog, number: int, turn: int, cancel_rate: float,
-                rng: random.Random, timeout: float, reference: dict[str, tuple[str, str]]) -> None:
+                rng: random.Random, timeout: float, reference: dict[str, str]) -> None:
     """One turn: one or two utterances, flushed or (at ``cancel_rate``) cancelled once audio flows."""
     prefix = f"s{number}-"
     ids = [f"{prefix}t{turn}-u{k}" for k in range(rng.randint(1, 2))]
@@ -141,7 +138,7 @@ async def _turn(ws: ClientConnection, log: SessionLog, number: int, turn: int, c
 
 
 async def run_session(ws_url: str, number: int, turns: int, cancel_rate: float, rng: random.Random,
-                   timeout: float, reference: dict[str, tuple[str, str]]) -> SessionLog:
+                   timeout: float, reference: dict[str, str]) -> SessionLog:
     log = SessionLog(number=number)
     async with connect(ws_url, max_size=None, open_timeout=30) as ws:
         await ws.send(json.dumps({"type": "configure", "format": "pcm"}))

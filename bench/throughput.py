@@ -51,21 +51,24 @@ def paragraph(sentences: int) -> str:
 
 async def ours(engine: Engine, voices: dict[str, np.ndarray], voice: str, text: str, *, windowed: bool, pace: float,
                per_chunk: bool = False) -> tuple[float, float]:
-    from kokoro_server.pace import DecoderCost
     from kokoro_server.scheduler import Scheduler
+    from kokoro_server.sizing import Cost
+    from kokoro_server.speech import Speech
+    from kokoro_server.synth import Synthesizer
     from voicestream.chunker import iter_sentences
 
-    from .variants import synthesizer_class
+    from .variants import strategies
 
     scheduler = Scheduler(workers=1)
     await scheduler.start()
     variants = ("windowed_per_chunk",) if per_chunk else () if windowed else ("one_shot",)
-    synth = synthesizer_class(variants)(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice)
+    synth = Synthesizer(engine=engine, voices=voices, scheduler=scheduler, default_voice=voice,
+                        sizer=strategies(variants).sizer)
     synth.phonemizer.phonemize("Warm up.", voice=voice)
-    synth.keep_up(DecoderCost(pace=pace))  # as the server sizes windows from warm-up (KOKORO_DECODER_PACE=measure)
+    synth.keep_up(Cost(pace=pace))  # as the server sizes windows from warm-up (KOKORO_DECODER_PACE=measure)
     try:
         began = time.perf_counter()
-        speech = synth.speech(owner="bench", pieces=iter_sentences(text), voice=voice, speed=1.0)
+        speech = Speech(synth, owner="bench", pieces=iter_sentences(text), voice=voice, speed=1.0)
         audio = sum([c.seconds async for c in speech])
         return time.perf_counter() - began, audio
     finally:

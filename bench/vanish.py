@@ -46,7 +46,7 @@ class VanishReport:
     audio_frames: int = 0  # binary frames clients read before leaving
     client_errors: int = 0  # a session that could not even start (refused, reset): counted, not fatal
     seconds: float = 0.0
-    orphaned_jobs: int = 0  # model jobs finished for clients already gone (/ping): at most one per vanished one
+    orphaned_jobs: int = 0  # model jobs finished for clients already gone (/diagnostics): at most one per vanished one
     server_alive: bool = True
     clean_requests_ok: bool = False
     idle_after: bool = False
@@ -152,7 +152,7 @@ async def vanish(
     report = VanishReport()
     started = time.monotonic()
     async with httpx.AsyncClient(base_url=http_url) as http:
-        orphaned_before = (await http.get("/ping", timeout=5)).json()["orphaned_jobs"]
+        orphaned_before = (await http.get("/diagnostics", timeout=5)).json()["orphaned_jobs"]
         while (rounds is None or report.rounds < rounds) and (seconds is None or time.monotonic() - started < seconds):
             clients = [_client(ws_url, random.Random(rng.random()), report) for _ in range(sessions)]
             await asyncio.gather(*clients)
@@ -165,7 +165,8 @@ async def vanish(
             with contextlib.suppress(httpx.HTTPError):
                 report.clean_requests_ok = await _clean_requests(http)
                 report.idle_after = await _idle(http)
-                report.orphaned_jobs = (await http.get("/ping", timeout=5)).json()["orphaned_jobs"] - orphaned_before
+                report.orphaned_jobs = ((await http.get("/diagnostics", timeout=5)).json()["orphaned_jobs"]
+                                        - orphaned_before)
             report.server_alive = await _alive(http, pid)
     return report
 

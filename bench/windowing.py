@@ -11,8 +11,12 @@ recognizer (pocketsphinx's US English model; compare plans with one-shot, whose 
 either), time to the first window, and
 the stall a real-time listener would hear (playback starting with the first window). Times are
 wall-clock on this machine under whatever load it has: the JSON records the load average.
-``paced``: the default plan as the server sizes it here (WindowPlan.pace, this machine's decoder
-pace measured as the server measures it at warm-up, ``pace`` in the JSON; ``--pace`` pins it).
+A plan here is a :class:`Shape`: windows of ``first`` frames, then each ``growth`` times all
+before it, at most ``largest``, with its context and crossfade (the geometric windows the server
+cut before its job sizer; they still span what windows of each size do to the audio).
+``paced``: the windows the server's job sizer (kokoro_server/sizing.py) gives one listener alone
+here, at this machine's decoder pace measured as the server measures it at warm-up (``pace`` in
+the JSON; ``--pace`` pins it) and the listener's real queue as the windows come.
 
 Attribution (not with --quick): the same comparisons with the decoder's activations in float
 (bench/float_decoder.py), which separates the export's dynamic int8 quantization (every render
@@ -25,6 +29,8 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +40,7 @@ from .audio_metrics import jumps, largest_jump_near, log_mel_distance, pesq_wide
 from .hearing import recognise, wer
 
 if TYPE_CHECKING:
-    from kokoro_server.engines import Engine, WindowPlan
+    from kokoro_server.engines import Decoding, Engine
     from kokoro_server.g2p import Phonemizer
     from kokoro_server.model_dir import ModelDir
 
@@ -50,6 +56,31 @@ PLANS = [(20, 4.0, 480, 20, 8), (20, 2.0, 480, 20, 8), (20, 3.0, 480, 20, 8), (2
          (20, 4.0, 480, 40, 8), (20, 4.0, 480, 10, 4), (20, 4.0, 480, 20, 16), (16, 4.0, 480, 20, 8),
          (30, 3.0, 480, 30, 8), (20, 1.0, 160, 20, 8)]
 QUICK_PLANS = PLANS[:2]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """Geometric windows: ``first`` frames, then ``growth`` times all before, at most ``largest``;
+    a rest under ``first`` joins the last window."""
+
+    first: int = 20
+    growth: float = 4.0
+    largest: int = 480
+    context: int = 20
+    crossfade: int = 8
+
+    def next_size(self, decoding: Decoding, queued_s: float) -> int:
+        made = decoding.frames - decoding.left
+        size = self.first if not made else min(self.largest, max(self.first, int(round(self.growth * made))))
+        return decoding.left if decoding.left - size < self.first else size
+
+
+def reshaped(decoding: Decoding, shape: Shape) -> Decoding:
+    """The same front's frames, decoded with ``shape``'s context and crossfade."""
+    from kokoro_server.engines import Decoding
+
+    return Decoding(frames=decoding.frames, decode=decoding.decode, durations=decoding.durations,
+                    context=shape.context, crossfade=shape.crossfade)
 VOICE = "af_heart"  # English (kokoro 0.9.4 sdist, in the packaged directory since make install fetches it)
 
 
@@ -62,13 +93,19 @@ def word_error_rate(text: str, audio: np.ndarray) -> float | None:
     return round(wer(recognise(audio), text), 3)
 
 
-def measure_plan(engine: Engine, phonemes: str, style: np.ndarray, reference: np.ndarray, plan: WindowPlan,
-                 text: str) -> dict[str, Any]:
+def measure_plan(engine: Engine, phonemes: str, style: np.ndarray, reference: np.ndarray, shape: Shape,
+                 text: str, next_size: Callable[[Decoding, float], int] | None = None) -> dict[str, Any]:
+    """``next_size(decoding, queued_s)``: each window's size (default: ``shape``'s), given the audio a
+    real-time listener has queued when it starts (playback from the first window)."""
+    sizes = next_size or shape.next_size
     started = time.perf_counter()
-    decoding = engine.begin(phonemes, style, 1.0, plan=plan)
-    parts, ready = [], []
+    decoding = reshaped(engine.begin(phonemes, style, 1.0), shape)
+    parts: list[np.ndarray] = []
+    ready: list[float] = []
     while not decoding.done:
-        parts.append(decoding.step())
+        made_s = sum(part.size for part in parts) / 24_000
+        queued_s = max(0.0, made_s - (time.perf_counter() - started - ready[0])) if ready else 0.0
+        parts.append(decoding.step(sizes(decoding, queued_s)))
         ready.append(time.perf_counter() - started)
     audio = np.concatenate(parts)
     clock, stall, played = ready[0], 0.0, 0
@@ -86,7 +123,7 @@ def measure_plan(engine: Engine, phonemes: str, style: np.ndarray, reference: np
         "stall_ms": round(stall * 1000), "stall_fraction": round(stall / (audio.size / 24_000), 4),
         "log_mel_db": round(log_mel_distance(reference, audio), 3), "pesq": pesq_wideband(reference, audio),
         "snr_db": round(snr_db(reference, audio), 2),
-        "seam_max_jump": round(largest_jump_near(audio, seams, radius=(plan.crossfade + 1) * per_frame), 4),
+        "seam_max_jump": round(largest_jump_near(audio, seams, radius=(shape.crossfade + 1) * per_frame), 4),
         "same_length": bool(audio.size == reference.size), "wer": word_error_rate(text, audio),
     }
 
@@ -94,7 +131,6 @@ def measure_plan(engine: Engine, phonemes: str, style: np.ndarray, reference: np
 def attribution(model: ModelDir, phonemizer: Phonemizer, int8: Engine, labels: list[str]) -> dict[str, Any]:
     """The comparisons again with the decoder's activations in float (bench/float_decoder.py);
     ``int8``: the engine serving the export as published."""
-    from kokoro_server.engines import WindowPlan
     from kokoro_server.engines.onnx_engine import OnnxEngine
     from kokoro_server.model_dir import style_for
 
@@ -111,12 +147,12 @@ def attribution(model: ModelDir, phonemizer: Phonemizer, int8: Engine, labels: l
     for label in labels:
         phonemes = phonemizer.phonemize(SENTENCES[label], voice=VOICE)[0]
         style = style_for(pack, phonemes)
-        whole = engine.begin(phonemes, style, 1.0, plan=None)
+        whole = engine.begin(phonemes, style, 1.0)
         reference = whole.rest()
         quantized = int8.synthesize(phonemes, style, 1.0).audio
         neighbour = engine.synthesize(phonemes, pack[max(len(phonemes) - 2, 0)], 1.0).audio
         shorter = whole.decode(0, whole.frames - 1)
-        windowed = engine.begin(phonemes, style, 1.0, plan=WindowPlan()).rest()
+        windowed = np.concatenate(_decoded(reshaped(engine.begin(phonemes, style, 1.0), Shape()), Shape()))
         found[label] = {
             "int8_one_shot_db": round(log_mel_distance(reference, quantized), 3),
             "int8_one_shot_pesq": pesq_wideband(reference, quantized),
@@ -129,6 +165,13 @@ def attribution(model: ModelDir, phonemizer: Phonemizer, int8: Engine, labels: l
     return found
 
 
+def _decoded(decoding: Decoding, shape: Shape) -> list[np.ndarray]:
+    parts = []
+    while not decoding.done:
+        parts.append(decoding.step(shape.next_size(decoding, 0.0)))
+    return parts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="bench.windowing", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help=f"only {len(QUICK_PLANS)} plans")
@@ -138,9 +181,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="size the paced plan at this decoder pace instead of measuring it (measured: "
                              "depends on the load; pinned: the paced rows' windows, so their quality, repeat)")
     args = parser.parse_args(argv)
-    from kokoro_server.engines import WindowPlan, load_engine
+    from kokoro_server.engines import load_engine
     from kokoro_server.g2p import Phonemizer
     from kokoro_server.model_dir import open_model_dir, style_for
+    from kokoro_server.sizing import Cost, Situation, Sizer
     from kokoro_tools.packaged_weights import build_model_dir, installed_sources
 
     model = open_model_dir(build_model_dir(args.model_dir, sources=installed_sources(english=True)).root)
@@ -157,12 +201,17 @@ def main(argv: list[str] | None = None) -> int:
     measured = decoder_pace(engine, warm, style_for(pack, warm))  # as the server measures it at warm-up
     pace = measured if args.pace is None else args.pace
     result["pace"] = round(pace, 4)
+    sizer, cost = Sizer(), Cost(pace=pace)  # the server's sizer, alone, at this machine's pace
+
+    def served(decoding: Decoding, queued_s: float) -> int:
+        return sizer.next_window(Situation(left=decoding.left, started=decoding.started, queued_s=queued_s, cost=cost))
+
     result["pace_measured"] = round(measured, 4)
     for label, text in SENTENCES.items():
         phonemes = phonemizer.phonemize(text, voice=VOICE)[0]
         style = style_for(pack, phonemes)
         started = time.perf_counter()
-        oneshot = engine.begin(phonemes, style, 1.0, plan=None)
+        oneshot = engine.begin(phonemes, style, 1.0)
         reference = oneshot.rest()
         oneshot_ms = round((time.perf_counter() - started) * 1000)
         neighbour = engine.synthesize(phonemes, pack[max(len(phonemes) - 2, 0)], 1.0).audio
@@ -182,13 +231,13 @@ def main(argv: list[str] | None = None) -> int:
         rows: list[dict[str, Any]] = []
         entry["plans"] = rows
         for first, growth, largest, context, crossfade in plans:
-            plan = WindowPlan(first=first, growth=growth, largest=largest, context=context, crossfade=crossfade)
+            shape = Shape(first=first, growth=growth, largest=largest, context=context, crossfade=crossfade)
             row = {"first": first, "growth": growth, "largest": largest, "context": context, "crossfade": crossfade}
-            row.update(measure_plan(engine, phonemes, style, reference, plan, text))
+            row.update(measure_plan(engine, phonemes, style, reference, shape, text))
             rows.append(row)
             print(label, row, flush=True)
-        paced = WindowPlan(pace=pace)  # the default as the server sizes it on this machine
-        entry["paced"] = {"pace": round(pace, 4), **measure_plan(engine, phonemes, style, reference, paced, text)}
+        entry["paced"] = {"pace": round(pace, 4),
+                          **measure_plan(engine, phonemes, style, reference, Shape(), text, next_size=served)}
         print(label, "paced", entry["paced"], flush=True)
         default = rows[0]
         entry["default_over_style_row"] = round(default["log_mel_db"] / entry["variation_style_row_db"], 2)
@@ -196,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.quick:
         result["float_decoder"] = attribution(model, phonemizer, engine, list(result["sentences"]))
     result["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
-    result["default"] = {k: getattr(WindowPlan(), k) for k in ("first", "growth", "largest", "context", "crossfade")}
+    result["default"] = {k: getattr(Shape(), k) for k in ("first", "growth", "largest", "context", "crossfade")}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"wrote {args.out}")

@@ -4,7 +4,8 @@ Run from the Kokoro environment with ``tests`` on PYTHONPATH. ``SLOW_KOKORO_DELA
 seconds the engine sleeps before each chunk's front (``Engine.begin``), in the order the chunks
 reach the model after warm-up: ``"5,0,5"`` holds the first chunk's audio back 5 s and leaves a
 5 s gap before the third chunk's; later chunks run at full speed. The server is otherwise the
-one ``python -m kokoro_server serve`` starts: same routes, scheduler, G2P and model.
+one ``python -m kokoro_server serve`` starts: same routes, scheduler, G2P and model, constructed
+with a synthesizer that wraps the engine (``__main__.Strategies``, as benchmarks pass theirs).
 """
 
 from __future__ import annotations
@@ -13,15 +14,11 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kokoro_server import __main__ as server
-
-if TYPE_CHECKING:
-    from kokoro_server.config import Settings
-    from kokoro_server.scheduler import Scheduler
-    from kokoro_server.synth import Synthesizer
+from kokoro_server.sizing import Cost
+from kokoro_server.synth import Synthesizer
 
 DELAYS_ENV = "SLOW_KOKORO_DELAYS"
 
@@ -45,20 +42,15 @@ class SlowEngine:
         return self._engine.begin(*args, **kwargs)
 
 
-def slow_load(settings: Settings) -> Callable[[Scheduler], Synthesizer]:
-    factory = real_load(settings)
-    delays = [float(d) for d in os.environ.get(DELAYS_ENV, "").split(",") if d.strip()]
+class SlowSynthesizer(Synthesizer):
+    """The server's synthesizer, its engine slowed once warm-up and the pace measurement are done
+    (``keep_up`` is the factory's last step before serving): it serves at full speed until then."""
 
-    def slow(scheduler: Scheduler) -> Synthesizer:
-        synth = factory(scheduler)  # warmed up and paced at full speed
-        synth.engine = SlowEngine(synth.engine, delays)
-        return synth
+    def keep_up(self, cost: Cost, *, remeasure: bool = False) -> None:
+        super().keep_up(cost, remeasure=remeasure)
+        delays = [float(d) for d in os.environ.get(DELAYS_ENV, "").split(",") if d.strip()]
+        self.engine = SlowEngine(self.engine, delays)
 
-    return slow
-
-
-real_load = server.load
 
 if __name__ == "__main__":
-    server.load = slow_load
-    sys.exit(server.main())
+    sys.exit(server.main(None, server.Strategies(synthesizer=SlowSynthesizer)))

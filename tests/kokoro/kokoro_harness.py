@@ -34,8 +34,8 @@ class Server(KokoroProcess):
         return self.ws_url
 
     def wait_idle(self, *, attempts: int = 100) -> dict[str, Any]:
-        """Poll /ping until no session, job or model run is left (bounded)."""
-        return wait_until(self.ping, until=_idle, timeout=attempts * 0.1)
+        """Poll /diagnostics until no session, job or model run is left (bounded); its last answer."""
+        return wait_until(self.diagnostics, until=_idle, timeout=attempts * 0.1)
 
     def open_fds(self) -> int:
         """File descriptors the server process holds now (``/proc/<pid>/fd``)."""

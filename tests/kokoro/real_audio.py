@@ -24,6 +24,7 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -113,21 +114,32 @@ def speak(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
 # ---- measurements -------------------------------------------------------------------------------
 
 SERVED_PACE = 0.15
-"""The decoder pace test servers are started with (KOKORO_DECODER_PACE), so their windows are
-known here: a measured pace depends on the machine's load (WindowPlan.pace)."""
+"""The decoder pace test servers are started with (KOKORO_DECODER_PACE), so the windows a listener
+alone gets are known here: a measured pace depends on the machine's load (sizing.Cost)."""
+
+
+def served_windows(frames: int) -> list[int]:
+    """The windows a chunk of ``frames`` gets from a server at SERVED_PACE, its listener alone."""
+    from kokoro_server.sizing import Cost, Sizer, sizes_alone
+
+    return sizes_alone(frames, Sizer(), Cost(pace=SERVED_PACE))
+
+
+def decode_as_served(decoding: Any) -> list[np.ndarray]:
+    """A chunk's audio in the windows a server at SERVED_PACE cuts it into (listener alone)."""
+    return [decoding.step(size) for size in served_windows(decoding.frames)]
 
 
 @functools.lru_cache(maxsize=16)
 def speak_as_served(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> np.ndarray:
     """What a server at SERVED_PACE sends for ``text``: each chunk decoded in its windows, joined."""
-    from kokoro_server.engines import WindowPlan
     from kokoro_server.g2p import sentence_jobs
     from kokoro_server.model_dir import style_for
 
     pack = model().voices[voice]
     jobs = [job for chunk in phonemizer().phonemize(text, voice=voice) for job in sentence_jobs(chunk)]
-    out = np.concatenate([engine().begin(p, style_for(pack, p), speed, plan=WindowPlan(pace=SERVED_PACE)).rest()
-                          for p in jobs])
+    out = np.concatenate([part for phonemes in jobs
+                          for part in decode_as_served(engine().begin(phonemes, style_for(pack, phonemes), speed))])
     out.setflags(write=False)
     return out
 

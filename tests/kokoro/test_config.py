@@ -21,7 +21,7 @@ def test_defaults_and_overrides(tmp_path) -> None:
     paced = {"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_DECODER_PACE": "0.2"}
     assert Settings.from_env(paced).decoder_pace == 0.2
     assert Settings.from_env({**paced, "KOKORO_DECODER_PACE": "measure"}).decoder_pace is None
-    assert Settings.from_env({**paced, "KOKORO_DECODER_PACE": "0"}).decoder_pace == 0.0  # growth alone
+    assert Settings.from_env({**paced, "KOKORO_DECODER_PACE": "0"}).decoder_pace == 0.0  # a free decoder
     assert settings.first_audio_s == 0.5
     graced = {"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_FIRST_AUDIO_S": "0"}
     assert Settings.from_env(graced).first_audio_s == 0.0  # a first window due at once

@@ -19,11 +19,12 @@ import numpy as np
 import pytest
 import real_audio as ra
 
-from kokoro_server.engines import Decoding, WindowPlan, load_engine
+from kokoro_server.engines import Decoding, load_engine
 from kokoro_server.engines.halt import Halt, Halted
 from kokoro_server.model_dir import open_model_dir, style_for
-from kokoro_server.pace import DecoderCost
 from kokoro_server.scheduler import Scheduler
+from kokoro_server.sizing import Cost
+from kokoro_server.speech import Speech
 from kokoro_server.synth import Synthesizer
 
 pytestmark = pytest.mark.kokoro
@@ -100,14 +101,14 @@ def long_decoding() -> Iterator[Callable[[], Decoding]]:
     engine = ra.engine()
     [phonemes] = ra.phonemizer().phonemize(LONG, voice=VOICE)
     style = style_for(ra.model().voices[VOICE], phonemes)
-    yield lambda: engine.begin(phonemes, style, 1.0, plan=None)
+    yield lambda: engine.begin(phonemes, style, 1.0)
 
 
 def test_onnx_stops_a_running_decode(long_decoding: Callable[[], Decoding]) -> None:
     decoding = long_decoding()  # one window: the whole sentence, seconds of decoder time here
-    assert isinstance(_halted_mid_run(decoding.step), Halted)
+    assert isinstance(_halted_mid_run(lambda halt: decoding.step(decoding.frames, halt)), Halted)
     assert not decoding.done  # the window was not decoded: nothing half made is handed on
-    assert decoding.step().size == decoding.frames * 600  # and the engine serves the next call whole
+    assert decoding.rest().size == decoding.frames * 600  # and the engine serves the next call whole
 
 
 def test_onnx_starts_nothing_for_a_halted_job(long_decoding: Callable[[], Decoding]) -> None:
@@ -116,9 +117,9 @@ def test_onnx_starts_nothing_for_a_halted_job(long_decoding: Callable[[], Decodi
     engine = ra.engine()
     [phonemes] = ra.phonemizer().phonemize("Hello there.", voice=VOICE)
     with pytest.raises(Halted):
-        engine.begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0, plan=None, halt=halt)
+        engine.begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0, halt=halt)
     with pytest.raises(Halted):
-        long_decoding().step(halt)
+        long_decoding().step(20, halt)
 
 
 def test_torch_stops_a_running_decode(tiny_model: Path) -> None:
@@ -126,7 +127,7 @@ def test_torch_stops_a_running_decode(tiny_model: Path) -> None:
     engine = load_engine(model)
     voice = sorted(model.voices)[0]
     phonemes = "hˈɛloʊ ðˈɛɹ, hˌaʊ ɑɹ jˈu tədˈeɪ? aɪm fˈaɪn, θˈæŋk jˈu."
-    decoding = engine.begin(phonemes, style_for(model.voices[voice], phonemes), 1.0, plan=None)
+    decoding = engine.begin(phonemes, style_for(model.voices[voice], phonemes), 1.0)
 
     class Tripwire(Halt):  # halted from inside the forward, at its 5th block
         checks = 0
@@ -139,10 +140,10 @@ def test_torch_stops_a_running_decode(tiny_model: Path) -> None:
 
     tripwire = Tripwire()
     with pytest.raises(Halted):
-        decoding.step(tripwire)
+        decoding.step(decoding.frames, tripwire)
     assert tripwire.checks == 5  # the next block did not run
     assert not decoding.done
-    assert decoding.step().size == decoding.frames * decoding.samples_per_frame
+    assert decoding.rest().size == decoding.frames * decoding.samples_per_frame
 
 
 def test_a_barge_in_halts_the_window_on_the_model() -> None:
@@ -157,13 +158,12 @@ def test_a_barge_in_halts_the_window_on_the_model() -> None:
         scheduler = Scheduler()
         await scheduler.start()
         synth = Synthesizer(engine=engine, voices=ra.model().voices, scheduler=scheduler, vocab=ra.model().vocab)
-        synth.keep_up(DecoderCost(pace=0.0))  # windows from the text alone: the same cut on every host
+        synth.keep_up(Cost(pace=0.6))  # a slow decoder's windows: a long sentence is several
         real_begin = engine.begin
 
-        def begin(phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None,
-                  halt: Halt | None = None) -> Decoding:
+        def begin(phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
             calls.append("begin")
-            decoding = real_begin(phonemes, style, speed, plan=plan, halt=halt)
+            decoding = real_begin(phonemes, style, speed, halt=halt)
             decode = decoding.decode
 
             def traced(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
@@ -184,14 +184,14 @@ def test_a_barge_in_halts_the_window_on_the_model() -> None:
         engine.begin = begin  # type: ignore[method-assign]
         try:
             owner = object()
-            long = synth.speech(owner=owner, pieces=[LONG], voice=VOICE, speed=1.0)
+            long = Speech(synth, owner=owner, pieces=[LONG], voice=VOICE, speed=1.0)
             await anext(long.__aiter__())  # its first window is heard
             assert await asyncio.to_thread(second_window.wait, 60), "a one-window plan: nothing to halt"
             long.cancel()  # a barge-in, as Turns.drop cancels a session's utterances
             scheduler.cancel_owner(owner)
             await asyncio.sleep(0)  # the futures' done callbacks run: the halt is set
             cancelled.set()
-            short = synth.speech(owner=owner, pieces=["Okay."], voice=VOICE, speed=1.0)
+            short = Speech(synth, owner=owner, pieces=["Okay."], voice=VOICE, speed=1.0)
             first = await anext(short.__aiter__())
             assert first.synthesis.audio.size > 0
             short.cancel()

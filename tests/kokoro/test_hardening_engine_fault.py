@@ -33,11 +33,11 @@ class Running:
         self.http = f"http://127.0.0.1:{port}"
         self.ws = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
 
-    def ping(self) -> dict:
-        return httpx.get(f"{self.http}/ping", timeout=5).json()
+    def diagnostics(self) -> dict:
+        return httpx.get(f"{self.http}/diagnostics", timeout=5).json()
 
     def wait_idle(self) -> dict:
-        return wait_until(self.ping, until=lambda s: (s["sessions"], s["queued"], s["running"]) == (0, 0, 0),
+        return wait_until(self.diagnostics, until=lambda s: (s["sessions"], s["queued"], s["running"]) == (0, 0, 0),
                           timeout=10)
 
 
@@ -55,10 +55,10 @@ def faulty(tiny_model: Path) -> Iterator[Running]:
         base = type(synth.engine)
 
         class FaultOnMarker(base):  # type: ignore[misc, valid-type]
-            def begin(self, phonemes, style, speed, *, plan, halt=None):
+            def begin(self, phonemes, style, speed, *, halt=None):
                 if MARKER in phonemes:
                     raise RuntimeError(f"injected engine fault on {phonemes!r}")
-                return super().begin(phonemes, style, speed, plan=plan, halt=halt)
+                return super().begin(phonemes, style, speed, halt=halt)
 
         synth.engine.__class__ = FaultOnMarker
         return synth
@@ -102,7 +102,7 @@ def test_an_engine_fault_mid_utterance_is_an_error_frame_and_the_next_turn_works
     status = faulty.wait_idle()
     assert (status["queued"], status["running"]) == (0, 0)
     # the failed utterance's G2P task and jobs did not outlive it
-    assert wait_until(faulty.ping, until=lambda s: s["tasks"] <= before, timeout=5)["tasks"] <= before
+    assert wait_until(faulty.diagnostics, until=lambda s: s["tasks"] <= before, timeout=5)["tasks"] <= before
 
 
 def test_a_failed_long_utterance_leaves_no_task_or_job_behind_while_the_session_lives(faulty: Running) -> None:
@@ -115,7 +115,7 @@ def test_a_failed_long_utterance_leaves_no_task_or_job_behind_while_the_session_
         async with connect(faulty.ws) as ws:
             await send(ws, {"type": "ping"})
             await collect(ws, of_type("pong"))
-            open_session = (await loop.run_in_executor(None, faulty.ping))["tasks"]
+            open_session = (await loop.run_in_executor(None, faulty.diagnostics))["tasks"]
             await send(ws, {"type": "speak", "id": "doomed", "text": f"Zebras zigzag. {rest}"})
             await send(ws, {"type": "flush"})
             events = await collect(ws, of_type("turn_end"))
@@ -123,7 +123,7 @@ def test_a_failed_long_utterance_leaves_no_task_or_job_behind_while_the_session_
             def settled(status: dict) -> bool:  # the failed utterance's task and jobs are gone, the session lives
                 return status["tasks"] <= open_session and (status["queued"], status["running"]) == (0, 0)
 
-            after = await loop.run_in_executor(None, lambda: wait_until(faulty.ping, until=settled, timeout=10))
+            after = await loop.run_in_executor(None, lambda: wait_until(faulty.diagnostics, until=settled, timeout=10))
             return open_session, after["tasks"], after
 
     open_session, after_tasks, status = asyncio.run(scenario())

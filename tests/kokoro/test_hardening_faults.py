@@ -33,8 +33,8 @@ def run(coro):
 
 
 def settle(server: Server, predicate, *, timeout: float = 15.0) -> dict:
-    """Poll /ping until ``predicate(status)``; return the last status (bounded)."""
-    return wait_until(server.ping, until=predicate, timeout=timeout)
+    """Poll /diagnostics until ``predicate(status)``; return the last status (bounded)."""
+    return wait_until(server.diagnostics, until=predicate, timeout=timeout)
 
 
 def idle(status: dict) -> bool:
@@ -62,10 +62,12 @@ def small_window_socket(port: int) -> socket.socket:
     return sock
 
 
-def test_ping_reports_limits_and_task_count(server) -> None:
-    status = server.ping()
+def test_ping_reports_limits_and_diagnostics_the_rest(server) -> None:
+    assert server.ping() == {"status": "ok", "engine": "torch", "device": "cpu", "sessions": 0, "max_sessions": 64,
+                             "busy": False, "queued": 0, "running": 0}
+    status = server.diagnostics()
     assert status["busy"] is False and status["max_sessions"] == 64
-    assert status["decoder_pace"] == 0.15  # conftest.SHARED_PACE: windowed decoding is the default
+    assert status["decoder_pace"] == 0.15  # conftest.SHARED_PACE
     assert status["decoder_overhead_s"] == 0.0  # a pinned pace is never fitted
     assert isinstance(status["tasks"], int) and status["tasks"] >= 1
 
@@ -126,13 +128,13 @@ def test_half_closed_sockets_end_their_sessions(server) -> None:
 
 
 def held_until_dropped(server: Server, *, timeout: float = 60.0) -> int:
-    """Poll /ping until the stalled session is gone; return the most bytes it was seen to hold."""
+    """Poll /diagnostics until the stalled session is gone; return the most bytes it was seen to hold."""
     deadline, most = time.monotonic() + timeout, 0
-    status = server.ping()
+    status = server.diagnostics()
     while status["sessions"] and time.monotonic() < deadline:
         most = max(most, status["held_bytes_max"])
         time.sleep(0.02)
-        status = server.ping()
+        status = server.diagnostics()
     return most
 
 

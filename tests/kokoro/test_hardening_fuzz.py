@@ -221,7 +221,7 @@ def fuzzer(server) -> Iterator[Fuzzer]:
     status = server.wait_idle()
     assert (status["sessions"], status["queued"], status["running"]) == (0, 0, 0), status
     # On a loaded machine finished tasks take a while to go.
-    status = wait_until(server.ping, until=lambda ping: ping["tasks"] <= baseline, timeout=30)
+    status = wait_until(server.diagnostics, until=lambda ping: ping["tasks"] <= baseline, timeout=30)
     assert status["tasks"] <= baseline, (status, baseline)
     fds_after = server.fds_down_to(fds_before)  # closed sockets too (polled without a request)
     assert fds_after <= fds_before, (fds_after, fds_before)
@@ -274,13 +274,13 @@ post_bodies = st.one_of(
 
 @pytest.fixture(scope="module")
 def http(server) -> Iterator[httpx.Client]:
-    """After the bodies: the server is idle, and its asyncio tasks (``/ping``) and file descriptors
+    """After the bodies: the server is idle, and its asyncio tasks (``/diagnostics``) and file descriptors
     (``/proc/<pid>/fd``) are back to what they were before them."""
     tasks_before, fds_before = server.wait_idle()["tasks"], server.idle_fds()
     with httpx.Client(base_url=server.http, timeout=60) as client:
         yield client
     # The model finishes what the last bodies asked for; connections wind down.
-    status = wait_until(server.ping, timeout=30, until=lambda ping: (ping["queued"], ping["running"]) == (0, 0)
+    status = wait_until(server.diagnostics, timeout=30, until=lambda ping: (ping["queued"], ping["running"]) == (0, 0)
                         and ping["tasks"] <= tasks_before)
     assert (status["queued"], status["running"]) == (0, 0), status
     assert status["tasks"] <= tasks_before, (status["tasks"], tasks_before)

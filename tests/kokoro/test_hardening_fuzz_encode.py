@@ -104,7 +104,7 @@ def baseline(server) -> Iterator[tuple[int, int]]:
     status = server.wait_idle()
     assert (status["sessions"], status["queued"], status["running"]) == (0, 0, 0), status
     for _ in range(100):  # bounded: finished tasks are released
-        tasks = server.ping()["tasks"]
+        tasks = server.diagnostics()["tasks"]
         if tasks <= before[0]:
             break
         time.sleep(0.1)

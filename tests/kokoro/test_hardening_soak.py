@@ -21,7 +21,6 @@ def test_32_sessions_with_random_cancels_cross_nothing_and_leak_nothing(own_serv
     print(json.dumps(result))
     assert result["problems"] == []
     assert result["turns_done"] == 64 and result["cancels"] > 0 and result["utterances"] > 0
-    # every finished utterance's audio is byte for byte its text rendered alone or carried (bench.soak.reference_hashes)
+    # every finished utterance's audio is byte for byte its text rendered alone (bench.soak.reference_hashes)
     assert result["audio_verified"] == result["utterances"]
-    assert result["carried"] > 0  # utterances spoken while earlier audio played: the carried render (16 of 70 here)
     assert result["max_concurrent_sessions"] >= 16  # they really ran side by side

@@ -51,10 +51,9 @@ def test_windows_keep_up_with_the_decoder_pace_measured_at_warm_up_or_set(env: d
     try:
         if pace is None:  # measured, and that figure sizes the windows (the figure itself depends
             # on the host and its load: no bound on it here, benchmarks report it)
-            assert synth.plan is not None and math.isfinite(synth.plan.pace) and synth.plan.pace > 0
-            assert synth.plan.pace == synth.pace.current.pace and synth.pace.remeasure
-            assert synth.plan.overhead == 0.0  # until windows of different sizes were decoded and fitted
+            assert math.isfinite(synth.cost.pace) and synth.cost.pace > 0 and synth.pace.remeasure
+            assert synth.cost.overhead == 0.0  # until windows of different sizes were decoded and fitted
         else:
-            assert synth.plan is not None and synth.plan.pace == pace
+            assert synth.cost.pace == pace
     finally:
         synth.close()

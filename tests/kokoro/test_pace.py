@@ -1,5 +1,5 @@
-"""The decoder cost windows are cut by: a pace measured at warm-up, then a cost fitted to the
-windows the server decodes (kokoro_server/pace.py), which the Synthesizer's plan follows."""
+"""The decoder cost windows are sized by: a pace measured at warm-up, then a cost fitted to the
+windows the server decodes (kokoro_server/pace.py), which the Synthesizer's sizer reads."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 from hand_clock import HandClock
 
-from kokoro_server.engines.windows import FRAME_S, Decoding, WindowPlan
-from kokoro_server.pace import FIT_LEAST, PACE_INTERVAL_S, DecoderCost, PaceMeter, fit_cost
+from kokoro_server.engines.windows import FRAME_S, Decoding
+from kokoro_server.pace import FIT_LEAST, PACE_INTERVAL_S, PaceMeter, fit_cost
 from kokoro_server.scheduler import Scheduler
+from kokoro_server.sizing import Cost
 from kokoro_server.synth import Synthesizer
 
 pytestmark = pytest.mark.kokoro
@@ -46,50 +47,49 @@ def test_a_line_below_the_origin_is_read_as_a_pace_alone() -> None:
 def test_the_meter_answers_the_warm_up_pace_until_windows_were_fitted_and_a_pinned_one_never_fits() -> None:
     clock = HandClock()
     meter = PaceMeter(remeasure=True, clock=clock)
-    assert meter.add(DecoderCost(pace=0.136)) == DecoderCost(pace=0.136)
+    assert meter.add(Cost(pace=0.136)) == Cost(pace=0.136)
     windows = _affine(0.1, 0.048, [40, 120, 240, 60, 160, 480, 356, 364])
     refits = [meter.observe(n, t) for n, t in windows]
     assert refits == [False] * (FIT_LEAST - 1) + [True]  # refitted every FIT_LEAST windows
     assert meter.current.overhead == pytest.approx(0.1) and meter.current.pace == pytest.approx(0.048)
-    assert meter.add(DecoderCost(pace=0.3)).overhead == pytest.approx(0.1)  # an idle figure: the fit stands
+    assert meter.add(Cost(pace=0.3)).overhead == pytest.approx(0.1)  # an idle figure: the fit stands
     clock.now += 10 * PACE_INTERVAL_S
     assert not meter.due()  # every window decoded measures a fitted cost: no idle decoding for it
     pinned = PaceMeter(remeasure=False, clock=HandClock())  # KOKORO_DECODER_PACE set
-    pinned.add(DecoderCost(pace=0.2))
+    pinned.add(Cost(pace=0.2))
     assert not any(pinned.observe(n, t) for n, t in windows)
-    assert pinned.current == DecoderCost(pace=0.2)
+    assert pinned.current == Cost(pace=0.2)
 
 
 class _SlowEngine:
     """Decodes silence in ``OVERHEAD_S`` plus ``PER_FRAME_S`` a frame (sleeps: real time passes)."""
 
     OVERHEAD_S, PER_FRAME_S = 0.02, 0.0002
-    name, device, windowed = "slow", "cpu", True
+    name, device = "slow", "cpu"
 
-    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None,
-              halt: object = None) -> Decoding:
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: object = None) -> Decoding:
         def decode(lo: int, hi: int, halt: object = None) -> np.ndarray:
             time.sleep(self.OVERHEAD_S + (hi - lo) * self.PER_FRAME_S)
             return np.zeros((hi - lo) * 600, np.float32)
-        return Decoding(frames=len(phonemes), decode=decode, plan=plan)
+        return Decoding(frames=len(phonemes), decode=decode)
 
 
-def _plans_after_decoding(*, remeasure: bool) -> tuple[WindowPlan, DecoderCost]:
-    """Chunks of 300 frames (one phoneme per frame, for this engine) decoded window by window."""
+def _cost_after_decoding(*, remeasure: bool) -> Cost:
+    """Chunks of 300 frames (one phoneme per frame, for this engine) decoded window by window: the
+    cost the synthesizer sizes windows by afterwards."""
 
-    async def scenario() -> tuple[WindowPlan, DecoderCost]:
+    async def scenario() -> Cost:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
         synth = Synthesizer(engine=_SlowEngine(), voices={"v": np.zeros((510, 1, 256), np.float32)},  # type: ignore[arg-type]
                             scheduler=scheduler)
-        synth.keep_up(DecoderCost(pace=0.05), remeasure=remeasure)
+        synth.keep_up(Cost(pace=0.05), remeasure=remeasure)
         try:
             for chunk in range(FIT_LEAST):
                 result = await synth.submit(owner=chunk, phonemes="a" * 300, voice="v", speed=1.0)
                 while result.decoding is not None:
                     result = await synth.submit_step(owner=chunk, decoding=result.decoding)
-            assert synth.plan is not None
-            return synth.plan, synth.pace.current
+            return synth.cost
         finally:
             await scheduler.stop()
             synth.close()
@@ -97,9 +97,8 @@ def _plans_after_decoding(*, remeasure: bool) -> tuple[WindowPlan, DecoderCost]:
     return asyncio.run(scenario())
 
 
-def test_the_plan_follows_the_cost_fitted_to_the_windows_decoded() -> None:
-    plan, cost = _plans_after_decoding(remeasure=True)
+def test_windows_are_sized_by_the_cost_fitted_to_the_windows_decoded() -> None:
+    cost = _cost_after_decoding(remeasure=True)
     assert cost.overhead > 0  # every call slept 20 ms whatever its frames
-    assert (plan.pace, plan.overhead) == (cost.pace, cost.overhead)
-    pinned, _ = _plans_after_decoding(remeasure=False)
-    assert (pinned.pace, pinned.overhead) == (0.05, 0.0)
+    assert cost.overhead == pytest.approx(_SlowEngine.OVERHEAD_S, abs=0.01)
+    assert _cost_after_decoding(remeasure=False) == Cost(pace=0.05)  # a pinned pace is never fitted

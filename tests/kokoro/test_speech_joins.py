@@ -1,4 +1,4 @@
-"""Fewer, longer model jobs once the listener is ahead (speech.py's ``_joined``, synth.window_cap).
+"""Fewer, longer model jobs once the listener is ahead (speech.py's ``_joined``, Synthesizer.job_frames).
 
 On the tiny torch model with a frozen scheduler clock: a listener's queued audio is then all the
 audio made for it, so what may join depends on the text and the pace alone.
@@ -16,8 +16,9 @@ from waiting import wait_until_async
 
 from kokoro_server.engines import load_engine
 from kokoro_server.model_dir import ModelDir, open_model_dir
-from kokoro_server.pace import DecoderCost
 from kokoro_server.scheduler import Scheduler
+from kokoro_server.sizing import Cost
+from kokoro_server.speech import Speech
 from kokoro_server.synth import Synthesizer
 from voicestream.chunker import iter_sentences
 
@@ -43,7 +44,7 @@ async def speak(tiny: tuple[ModelDir, Any], *, pace: float) -> tuple[list[Any], 
     await scheduler.start()
     synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, default_voice="af_heart",
                         vocab=model.vocab)
-    synth.keep_up(DecoderCost(pace=pace))
+    synth.keep_up(Cost(pace=pace))
     phonemized: list[str] = []
     phonemize = synth.phonemize
 
@@ -55,7 +56,7 @@ async def speak(tiny: tuple[ModelDir, Any], *, pace: float) -> tuple[list[Any], 
     held = threading.Event()
     blocker = scheduler.submit("someone else", lambda: held.wait(30))
     try:
-        speech = synth.speech(owner="listener", pieces=iter_sentences(TEXT), text=TEXT, voice="af_heart", speed=1.0)
+        speech = Speech(synth, owner="listener", pieces=iter_sentences(TEXT), text=TEXT, voice="af_heart", speed=1.0)
         await wait_until_async(lambda: asyncio.sleep(0, len(phonemized)), until=lambda n: n >= SENTENCES)
         held.set()
         await blocker
@@ -69,7 +70,7 @@ async def speak(tiny: tuple[ModelDir, Any], *, pace: float) -> tuple[list[Any], 
 
 def test_sentences_ready_behind_the_first_are_joined_with_every_word_in_place(tiny) -> None:
     joined, jobs = asyncio.run(speak(tiny, pace=PACE))
-    apart, apart_jobs = asyncio.run(speak(tiny, pace=0.0))  # no pace: one job per sentence
+    apart, apart_jobs = asyncio.run(speak(tiny, pace=0.0))  # a free decoder: each sentence one window, none joined
     assert apart_jobs == SENTENCES
     assert 2 <= jobs < SENTENCES, jobs  # the first sentence alone (first audio), then joined ones
     words = [w for window in joined for w in window.words]
@@ -85,28 +86,29 @@ def test_sentences_ready_behind_the_first_are_joined_with_every_word_in_place(ti
     assert abs(audio_ms - 1000 * sum(window.seconds for window in apart)) < 0.25 * audio_ms
 
 
-def window_cap(tiny: tuple[ModelDir, Any], *, pace: float, other_queued_s: float | None) -> int:
-    """Synthesizer.window_cap for "listener" while another owner has a job on the model whose own
-    listener has ``other_queued_s`` of audio queued (None: no other owner)."""
+def job_frames(tiny: tuple[ModelDir, Any], *, pace: float, other_queued_s: float | None) -> int:
+    """Synthesizer.job_frames for "listener", 10 s of its audio queued, while another owner has a
+    job on the model whose own listener has ``other_queued_s`` of audio queued (None: no other)."""
     model, engine = tiny
 
     async def scenario() -> int:
         scheduler = Scheduler(workers=1, clock=lambda: 0.0)
         await scheduler.start()
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, default_voice="af_heart")
-        synth.keep_up(DecoderCost(pace=pace))
+        synth.keep_up(Cost(pace=pace))
         held = threading.Event()
         try:
+            await scheduler.submit("listener", lambda: None, audio_s=lambda _: 10.0)
             if other_queued_s is not None:
                 if other_queued_s:
                     await scheduler.submit("other", lambda: None, audio_s=lambda _: other_queued_s)
                 running = scheduler.submit("other", lambda: held.wait(30))
                 await wait_until_async(lambda: asyncio.sleep(0, scheduler.running))
-            cap = synth.window_cap("listener")
+            frames = synth.job_frames("listener")
             held.set()
             if other_queued_s is not None:
                 await running
-            return cap
+            return frames
         finally:
             held.set()
             await scheduler.stop()
@@ -115,22 +117,19 @@ def window_cap(tiny: tuple[ModelDir, Any], *, pace: float, other_queued_s: float
     return asyncio.run(scenario())
 
 
-def test_a_window_holds_the_engine_longer_only_while_every_other_listener_has_audio_to_cover_it(tiny) -> None:
-    from kokoro_server.engines import WindowPlan
-
-    plan = WindowPlan()
-    assert window_cap(tiny, pace=PACE, other_queued_s=None) == plan.continued_alone  # alone
-    assert window_cap(tiny, pace=PACE, other_queued_s=30.0) == plan.continued_alone  # far ahead
-    assert window_cap(tiny, pace=PACE, other_queued_s=0.0) == plan.continued  # waiting for first audio
-    # 0.4 s queued covers HEADROOM (0.7) of it, 0.28 s of decoding: 5.6 s of audio at pace 0.05,
-    # 224 frames, between the two caps
-    assert window_cap(tiny, pace=PACE, other_queued_s=0.4) == 224
-    assert window_cap(tiny, pace=0.0, other_queued_s=30.0) == plan.continued  # no pace: no estimate
+def test_a_joined_job_holds_the_engine_longer_only_while_every_other_listener_has_audio_to_cover_it(tiny) -> None:
+    # at pace 0.5 a frame decodes in 12.5 ms: 7 s (0.7 of the listener's 10 s) cover 560, largest 480
+    assert job_frames(tiny, pace=0.5, other_queued_s=None) == 480  # alone
+    assert job_frames(tiny, pace=0.5, other_queued_s=30.0) == 480  # the other far ahead
+    assert job_frames(tiny, pace=0.5, other_queued_s=0.0) == 80  # a newcomer waits: hold_s (1 s) of decoding
+    assert job_frames(tiny, pace=0.5, other_queued_s=2.0) == 112  # 0.7 of its 2 s: 1.4 s
+    assert job_frames(tiny, pace=0.0, other_queued_s=30.0) == 0  # a free decoder: every chunk is one window
 
 
-def test_a_bench_server_takes_at_most_one_decoding_variant() -> None:
-    from bench.variants import SentenceJobsSynthesizer, parse, synthesizer_class
+def test_a_bench_server_takes_at_most_one_sizing_variant() -> None:
+    from bench.variants import SentenceJobsSizer, parse, strategies
 
-    assert synthesizer_class(parse("round_robin, sentence_jobs")) is SentenceJobsSynthesizer
+    chosen = strategies(parse("round_robin, sentence_jobs"))
+    assert isinstance(chosen.sizer, SentenceJobsSizer) and chosen.scheduler is not None
     with pytest.raises(ValueError, match="one_shot and sentence_jobs exclude each other"):
         parse("sentence_jobs,one_shot")

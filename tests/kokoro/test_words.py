@@ -20,6 +20,7 @@ from kokoro_server.engines import load_engine
 from kokoro_server.g2p import Phonemizer, chunk_jobs
 from kokoro_server.model_dir import ModelDir, open_model_dir
 from kokoro_server.scheduler import Scheduler
+from kokoro_server.speech import Speech
 from kokoro_server.synth import Synthesizer
 from kokoro_server.words import ChunkWord, TextAligner, WordTiming, phoneme_frame_starts
 from voicestream.chunker import iter_sentences
@@ -40,7 +41,7 @@ def speak_words(model: ModelDir, engine, text: str, voice: str) -> tuple[list[Wo
         await scheduler.start()
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, vocab=model.vocab)
         try:
-            speech = synth.speech(owner=object(), pieces=iter_sentences(text), text=text, voice=voice, speed=1.0)
+            speech = Speech(synth, owner=object(), pieces=iter_sentences(text), text=text, voice=voice, speed=1.0)
             chunks = [c async for c in speech]
         finally:
             await scheduler.stop()

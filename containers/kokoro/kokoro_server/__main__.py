@@ -14,6 +14,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from .supervisor import EXIT_BAD_MODEL  # exit 2: a refusal to start, never retr
 
 if TYPE_CHECKING:
     from .scheduler import Scheduler
+    from .sizing import JobSizer
     from .synth import Synthesizer
 
 SIGKILL_AFTER_S = 30  # SageMaker's SIGKILL after SIGTERM (its inference container guide)
@@ -59,7 +61,18 @@ def onnx_over_torch_dir(settings: Settings) -> Path:
     return target
 
 
-def load(settings: Settings) -> Callable[[Scheduler], Synthesizer]:
+@dataclass(frozen=True, kw_only=True)
+class Strategies:
+    """What a benchmark may pass in to compare against (bench/variants.py builds them; never
+    settings): the scheduler's class, the synthesizer's class, the job sizer. The defaults are
+    what the server serves with."""
+
+    scheduler: type[Scheduler] | None = None
+    synthesizer: type[Synthesizer] | None = None
+    sizer: JobSizer | None = None  # None: the engine's device's profile (sizing.py)
+
+
+def load(settings: Settings, strategies: Strategies = Strategies()) -> Callable[[Scheduler], Synthesizer]:
     """Return ``synth_factory`` for the app, with the engine loaded and warmed up now."""
     from .engines import load_engine
     from .model_dir import open_model_dir
@@ -67,31 +80,31 @@ def load(settings: Settings) -> Callable[[Scheduler], Synthesizer]:
     started = time.perf_counter()
     model = open_model_dir(onnx_over_torch_dir(settings), engine=settings.engine)
     engine = load_engine(model, device=settings.device)
-    from .pace import DecoderCost
+    from .sizing import Cost
     from .synth import Synthesizer  # imports kokoro (and torch): after the cheap checks
     log.info("loaded %s engine on %s from %s with %d voices in %.1fs", engine.name, engine.device,
              model.root, len(model.voices), time.perf_counter() - started)
+    synthesizer = strategies.synthesizer or Synthesizer
 
     def factory(scheduler: Scheduler) -> Synthesizer:
-        synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler,
-                            default_voice=settings.default_voice, vocab=model.vocab)
+        synth = synthesizer(engine=engine, voices=model.voices, scheduler=scheduler,
+                            default_voice=settings.default_voice, vocab=model.vocab, sizer=strategies.sizer)
         if settings.warmup:
             began = time.perf_counter()
             synth.warm_up()
             log.info("warmed up in %.1fs", time.perf_counter() - began)
         pace = settings.decoder_pace
         if pace is None:
-            pace = synth.measure_pace() if settings.warmup and synth.plan is not None else 0.0
-        synth.keep_up(DecoderCost(pace=pace), remeasure=settings.decoder_pace is None)
-        if synth.plan is not None:
-            log.info("windows keep up with a decoder pace of %.3f s per audio second%s", pace,
-                     " (measured)" if settings.decoder_pace is None else "")
+            pace = synth.measure_pace() if settings.warmup else 0.0
+        synth.keep_up(Cost(pace=pace), remeasure=settings.decoder_pace is None)
+        log.info("windows are sized by a decoder pace of %.3f s per audio second%s", pace,
+                 " (measured)" if settings.decoder_pace is None else "")
         return synth
 
     return factory
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, strategies: Strategies = Strategies()) -> int:
     parser = argparse.ArgumentParser(prog="serve", description=__doc__.splitlines()[0])
     parser.add_argument("command", nargs="?", default="serve", choices=["serve"],
                         help="SageMaker runs the image as `docker run IMAGE serve`")
@@ -109,14 +122,14 @@ def main(argv: list[str] | None = None) -> int:
         env = dict(os.environ, KOKORO_MODEL_DIR=args.model_dir)
     try:
         settings = Settings.from_env(env)
-        factory = load(settings)
+        factory = load(settings, strategies)
     except (ConfigError, ModelDirError) as exc:
         print(f"kokoro-server: cannot start: {exc}", file=sys.stderr)
         return EXIT_BAD_MODEL
     from .app import create_app, drain, websocket_protocol
     from .shutdown import DrainingServer
 
-    app = create_app(settings=settings, synth_factory=factory)
+    app = create_app(settings=settings, synth_factory=factory, scheduler_class=strategies.scheduler)
     config = uvicorn.Config(
         app,
         host=args.host or settings.host,

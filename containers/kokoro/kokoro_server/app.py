@@ -51,24 +51,44 @@ STALLED_CLOSE_CODE = CloseCode.STALLED  # the client read nothing for KOKORO_SEN
 ABORT_EXTENSION = "kokoro.abort"
 
 
-async def ping(request: Request) -> JSONResponse:
+def _status(request: Request) -> tuple[JSONResponse | None, dict[str, object]]:
+    """(an answer for a server that is loading or draining, else None; the serving state)."""
     state = request.app.state
     synth: Synthesizer | None = getattr(state, "synth", None)
     if synth is None or not state.ready:
-        return JSONResponse({"status": "loading"}, status_code=503)
+        return JSONResponse({"status": "loading"}, status_code=503), {}
     if state.draining:  # stopping: route nothing new here
-        return JSONResponse({"status": "draining", "sessions": state.sessions}, status_code=503)
-    scheduler = synth.scheduler
+        return JSONResponse({"status": "draining", "sessions": state.sessions}, status_code=503), {}
     settings: Settings = state.settings
-    return JSONResponse({
+    return None, {
         "status": "ok",
         "engine": synth.engine.name,
         "device": synth.engine.device,
         "sessions": state.sessions,
         "max_sessions": settings.max_sessions,
         "busy": state.sessions >= settings.max_sessions,  # new sessions are refused with 1013
-        "queued": scheduler.queued,
-        "running": scheduler.running,
+        "queued": synth.scheduler.queued,
+        "running": synth.scheduler.running,
+    }
+
+
+async def ping(request: Request) -> JSONResponse:
+    """SageMaker's health check: 200 while the server takes work, 503 loading or draining."""
+    refusal, status = _status(request)
+    return refusal or JSONResponse(status)
+
+
+async def diagnostics(request: Request) -> JSONResponse:
+    """``/ping``'s state and what tests, benchmarks and an operator look into: leaks, memory held,
+    the decoder cost windows are sized by. Not for routing: SageMaker never calls it."""
+    refusal, status = _status(request)
+    if refusal is not None:
+        return refusal
+    state = request.app.state
+    synth: Synthesizer = state.synth
+    scheduler = synth.scheduler
+    return JSONResponse({
+        **status,
         "settled": scheduler.settled,  # idle, with the idle trim done: memory readings hold still
         # model jobs that finished for a session or request that no longer exists: at most one per
         # client that left while its job was on the model (tests/kokoro/test_hardening_vanish.py)
@@ -77,11 +97,11 @@ async def ping(request: Request) -> JSONResponse:
         # transport's write buffer): bounded by outbox.HELD_BYTES_MAX (tests/kokoro/test_hardening_faults.py)
         "held_bytes_max": max((session.held_bytes() for session in list(state.live)), default=0),
         "tasks": len(asyncio.all_tasks()),  # asyncio tasks alive in the server: a leak shows here
-        # the decoder cost windows are sized to (pace.DecoderCost: measured at warm-up, then fitted to
-        # the windows decoded; or KOKORO_DECODER_PACE); null when decoding in one shot: benchmarks pin
-        # the pace so that servers they compare cut alike (a pinned pace is never fitted)
-        "decoder_pace": None if synth.plan is None else synth.plan.pace,
-        "decoder_overhead_s": None if synth.plan is None else synth.plan.overhead,
+        # the decoder cost windows are sized by (sizing.Cost: measured at warm-up, then fitted to the
+        # windows decoded; or KOKORO_DECODER_PACE): benchmarks pin the pace so that servers they
+        # compare size alike (a pinned pace is never fitted)
+        "decoder_pace": synth.cost.pace,
+        "decoder_overhead_s": synth.cost.overhead,
     })
 
 
@@ -178,8 +198,12 @@ def websocket_protocol() -> type | str:
     return AbortableWebSocketProtocol
 
 
-def create_app(*, settings: Settings, synth_factory: Callable[[Scheduler], Synthesizer]) -> Starlette:
-    """``synth_factory(scheduler)`` returns a warmed-up Synthesizer; it runs before serving."""
+def create_app(
+    *, settings: Settings, synth_factory: Callable[[Scheduler], Synthesizer],
+    scheduler_class: type[Scheduler] | None = None,
+) -> Starlette:
+    """``synth_factory(scheduler)`` returns a warmed-up Synthesizer; it runs before serving.
+    ``scheduler_class``: the model queue's class (a benchmark's variant; the server's own by default)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -188,7 +212,7 @@ def create_app(*, settings: Settings, synth_factory: Callable[[Scheduler], Synth
         app.state.live = set()  # the live sessions, for /ping's held_bytes_max
         app.state.ready = False
         app.state.draining = False
-        scheduler = Scheduler(workers=1, first_audio_s=settings.first_audio_s)
+        scheduler = (scheduler_class or Scheduler)(workers=1, first_audio_s=settings.first_audio_s)
         await scheduler.start()
         app.state.synth = synth_factory(scheduler)
         app.state.ready = True
@@ -206,6 +230,7 @@ def create_app(*, settings: Settings, synth_factory: Callable[[Scheduler], Synth
     return Starlette(
         routes=[
             Route("/ping", ping, methods=["GET"]),
+            Route("/diagnostics", diagnostics, methods=["GET"]),
             Route("/invocations", invocations, methods=["POST"]),
             WebSocketRoute("/invocations-bidirectional-stream", bidirectional),
             Route("/v1/audio/speech", openai_api.speech, methods=["POST"]),

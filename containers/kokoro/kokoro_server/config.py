@@ -103,9 +103,9 @@ class Settings:
     """Deadline scheduling: a new session's first window is due this long after it is asked for, so
     a listener that would run dry sooner goes first (scheduler.DEFAULT_FIRST_AUDIO_S)."""
     decoder_pace: float | None = None
-    """Decoder seconds per audio second that windows must keep up with (WindowPlan.pace); None
+    """Decoder seconds per audio second the job sizer sizes windows by (sizing.Cost.pace); None
     (the default, ``KOKORO_DECODER_PACE=measure``): measured at warm-up and again when the engine
-    is idle (synth.PaceMeter; 0 without warm-up); 0: growth alone sizes windows."""
+    is idle (pace.PaceMeter; 0 without warm-up); 0: a free decoder, each chunk one window."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":

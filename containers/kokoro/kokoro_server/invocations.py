@@ -42,6 +42,7 @@ from voicestream.protocol import (
 
 from .audio import CONTENT_TYPES, StreamEncoder, encode_off_loop, validate_format
 from .metrics import UtteranceClock
+from .speech import Speech
 from .synth import Synthesizer
 from .words import WordTiming
 
@@ -129,7 +130,7 @@ async def encoded_audio(
     the samples (clipped at full scale by the encoder)."""
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
-    speech = synth.speech(owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed, text=req.text,
+    speech = Speech(synth, owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed, text=req.text,
                           normalize=req.normalize)
     finished = False
     clock = UtteranceClock(route="http", fmt=req.format)

@@ -1,14 +1,14 @@
-"""The decoder cost windows are cut by (WindowPlan.pace and .overhead): a pace measured at warm-up,
-and again when the engine is idle, so one figure taken while the machine was busy does not size
-every window; then a cost fitted to the windows the server decodes (:class:`PaceMeter`)."""
+"""The decoder's cost the job sizer sizes windows by (sizing.Cost): a pace measured at warm-up, and
+again when the engine is idle, so one figure taken while the machine was busy does not size every
+window; then a cost fitted to the windows the server decodes (:class:`PaceMeter`)."""
 
 from __future__ import annotations
 
 import collections
 import statistics
+import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -18,6 +18,7 @@ from .engines import Engine
 from .engines.windows import FRAME_S
 from .g2p import Phonemizer
 from .model_dir import style_for
+from .sizing import Cost
 
 WARM_UP_TEXT = "Hello, world."
 
@@ -30,23 +31,14 @@ def warm_up_pace(engine: Engine, phonemizer: Phonemizer, *, voice: str, pack: np
 
 def decoder_pace(engine: Engine, phonemes: str, style: np.ndarray, *, runs: int = 3) -> float:
     """The decoder's seconds per second of audio: the median of ``runs`` one-shot decodings of
-    ``phonemes`` (the front excluded; WindowPlan.pace)."""
+    ``phonemes`` (the front excluded; sizing.Cost.pace)."""
     paces = []
     for _ in range(runs):
-        decoding = engine.begin(phonemes, style, 1.0, plan=None)
+        decoding = engine.begin(phonemes, style, 1.0)
         started = time.perf_counter()
         audio = decoding.rest()
         paces.append((time.perf_counter() - started) * NATIVE_SAMPLE_RATE / max(1, audio.size))
     return float(np.median(paces))
-
-
-@dataclass(frozen=True)
-class DecoderCost:
-    """What a decoder call costs: ``overhead`` seconds whatever its frames, plus ``pace`` seconds
-    per second of audio it decodes (WindowPlan.decode_s). A pace alone (overhead 0) is linear."""
-
-    pace: float
-    overhead: float = 0.0
 
 
 FIT_WINDOWS = 64
@@ -58,7 +50,7 @@ FIT_SPREAD = 2.0
 sizes that barely differ says nothing about a fixed cost per call."""
 
 
-def fit_cost(windows: Sequence[tuple[int, float]]) -> DecoderCost | None:
+def fit_cost(windows: Sequence[tuple[int, float]]) -> Cost | None:
     """Least squares ``seconds = overhead + frames * FRAME_S * pace`` over (decoded frames, seconds)
     pairs, or None while they are too few or too alike (FIT_LEAST, FIT_SPREAD) or the line is not
     a cost (a pace of 0 or less). A negative overhead is read as none: the pace through the origin."""
@@ -75,8 +67,8 @@ def fit_cost(windows: Sequence[tuple[int, float]]) -> DecoderCost | None:
         return None
     overhead = mean_t - slope * mean_n
     if overhead < 0:
-        return DecoderCost(pace=sum(seconds) / (sum(frames) * FRAME_S))
-    return DecoderCost(pace=slope / FRAME_S, overhead=overhead)
+        return Cost(pace=sum(seconds) / (sum(frames) * FRAME_S))
+    return Cost(pace=slope / FRAME_S, overhead=overhead)
 
 
 PACE_INTERVAL_S = 30.0
@@ -91,46 +83,58 @@ class PaceMeter:
     engine was idle (every PACE_INTERVAL_S at most): one warm-up figure taken while the machine was
     busy made every later first window large. Then the cost fitted to the last FIT_WINDOWS windows
     (:func:`fit_cost`): a pace measured on a short sentence carries the call's fixed cost in every
-    frame. ``remeasure=False`` (a pinned pace): the first figure, always."""
+    frame. ``remeasure=False`` (a pinned pace): the first figure, always.
+
+    The engine's worker thread records windows and idle measurements; the event loop and the worker
+    read the cost: a lock makes each of those one step."""
 
     def __init__(self, *, remeasure: bool = False, clock: Callable[[], float] = time.monotonic) -> None:
+        self._lock = threading.Lock()
         self.remeasure = remeasure
-        self.figures: collections.deque[DecoderCost] = collections.deque(maxlen=PACE_FIGURES)
+        self.figures: collections.deque[Cost] = collections.deque(maxlen=PACE_FIGURES)
         self._windows: collections.deque[tuple[int, float]] = collections.deque(maxlen=FIT_WINDOWS)
-        self._fitted: DecoderCost | None = None
+        self._fitted: Cost | None = None
         self._observed = 0
         self._clock = clock
         self._last = clock()
 
     def observe(self, frames: int, seconds: float) -> bool:
         """A window of ``frames`` decoded frames took ``seconds`` (the engine's worker thread);
-        True when the cost was refitted (every FIT_LEAST windows) and the plan should follow."""
+        True when the cost was refitted (every FIT_LEAST windows)."""
         if not self.remeasure or frames < 1 or not seconds > 0:
             return False
-        self._windows.append((frames, seconds))
-        self._observed += 1
-        if self._observed % FIT_LEAST:
-            return False
-        self._fitted = fit_cost(list(self._windows)) or self._fitted
-        return True
+        with self._lock:
+            self._windows.append((frames, seconds))
+            self._observed += 1
+            if self._observed % FIT_LEAST:
+                return False
+            self._fitted = fit_cost(list(self._windows)) or self._fitted
+            return True
 
     def due(self) -> bool:
         """Whether an idle re-measurement is due: never once a cost is fitted (every window decoded
         measures it then, and an idle decoding would only hold up the next job)."""
         return self.remeasure and self._fitted is None and self._clock() - self._last >= PACE_INTERVAL_S
 
-    def add(self, figure: DecoderCost) -> DecoderCost:
-        """Record a measured cost (a pace, or a cost set from outside); return the cost to cut
+    def add(self, figure: Cost) -> Cost:
+        """Record a measured cost (a pace, or a cost set from outside); return the cost to size
         windows by now."""
-        self.figures.append(figure)
-        self._last = self._clock()
+        with self._lock:
+            self.figures.append(figure)
+            self._last = self._clock()
         return self.current
 
     @property
-    def current(self) -> DecoderCost:
-        if self._fitted is not None:
-            return self._fitted
-        if not self.figures:
-            return DecoderCost(pace=0.0)
-        return DecoderCost(pace=float(np.median([f.pace for f in self.figures])),
-                           overhead=float(np.median([f.overhead for f in self.figures])))
+    def fitted(self) -> bool:
+        """The cost comes from the windows decoded (no longer from the measured paces)."""
+        return self._fitted is not None
+
+    @property
+    def current(self) -> Cost:
+        with self._lock:
+            if self._fitted is not None:
+                return self._fitted
+            if not self.figures:
+                return Cost(pace=0.0)
+            return Cost(pace=float(np.median([f.pace for f in self.figures])),
+                        overhead=float(np.median([f.overhead for f in self.figures])))

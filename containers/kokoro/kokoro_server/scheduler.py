@@ -18,7 +18,7 @@ there, so that pick weighs it. Which owner goes next: the owner whose listener r
   (bench/results/overload/hybrid-*.json): 4 sessions 0.78 and 2.35 s of stall per audio minute
   against 2.56 and 4.24 s, 8 sessions 36.9 and 46.1 against 49.3 and 59.5 s, none at 2 either
   way; p95 first audio at 8 about 1 s later. (Turns always, the earlier policy, is a bench
-  variant now: bench/variants.py overrides ``_pick``.)
+  variant now: bench/variants.py's RoundRobinScheduler, passed to create_app.)
 
 Cancelling an owner drops its queued jobs at once. A job already on the model is not the
 scheduler's to stop: whoever cancels the job's future stops it there (the synthesizer halts it
@@ -66,6 +66,7 @@ class _Job:
     seq: int
     audio_s: Callable[[Any], float] | None
     then: Callable[[Any], None] | None
+    at_start: Callable[[], None] | None = None
 
 
 @dataclass(eq=False)
@@ -135,13 +136,15 @@ class Scheduler:
 
     def submit(
         self, owner: Hashable, fn: Callable[[], Any], *, audio_s: Callable[[Any], float] | None = None,
-        then: Callable[[Any], None] | None = None,
+        then: Callable[[Any], None] | None = None, at_start: Callable[[], None] | None = None,
     ) -> asyncio.Future[Any]:
         """Queue ``fn`` for ``owner``; the future resolves with its result once the model ran it.
         ``audio_s(result)`` says how many seconds of audio the job made for the owner's listener.
         ``then(result)`` runs on the loop as soon as the job succeeded, before the next job is
         picked: an owner queues its follow-up there, so that pick sees it (a callback on the future
-        runs only after the pick, which would then always go to another owner)."""
+        runs only after the pick, which would then always go to another owner). ``at_start()`` runs
+        on the loop once the job is picked, just before it goes to the model: a job reads the
+        listeners' accounts there (queued_audio_s, others_queued_s), as they are when it runs."""
         if self._wakeup is None:
             raise RuntimeError("scheduler not started")
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -150,7 +153,7 @@ class Scheduler:
             state = self._owners[owner] = _Owner()
         if owner not in self._turns:
             self._turns.append(owner)
-        state.jobs.append(_Job(owner, fn, future, self._clock(), next(self._seq), audio_s, then))
+        state.jobs.append(_Job(owner, fn, future, self._clock(), next(self._seq), audio_s, then, at_start))
         self._wakeup.set()
         return future
 
@@ -190,7 +193,7 @@ class Scheduler:
     def others_queued_s(self, owner: Hashable) -> float | None:
         """The least audio queued for the listener of any other owner with a job queued or on the
         model (0 for one with nothing playing yet: it waits for its first audio); None when no
-        other owner has work. How long a job of ``owner`` may hold the model (synth.window_cap)."""
+        other owner has work: how long a job of ``owner`` may hold the model (sizing.py, rule 6)."""
         busy = {o for o, s in self._owners.items() if s.jobs} | {o for o, n in self._in_flight.items() if n}
         others = [self.queued_audio_s(o) for o in busy if o != owner and o not in self._gone]
         return min(others) if others else None
@@ -235,7 +238,7 @@ class Scheduler:
         ready = [o for o in waiting if not self._in_flight[o]]
         if not ready:
             return None
-        owner = self._pick(ready, now)
+        owner = self.pick(ready, now)
         if owner in self._turns:
             self._turns.remove(owner)
         state = self._owners[owner]
@@ -244,14 +247,14 @@ class Scheduler:
             self._turns.append(owner)
         return job
 
-    def _pick(self, ready: list[Hashable], now: float) -> Hashable:
+    def pick(self, ready: list[Hashable], now: float) -> Hashable:
         """Of the owners with a job ready, the one whose job runs next."""
         if self._behind(now):
-            return self._in_turn(ready)
+            return self.in_turn(ready)
         return min(ready, key=lambda o: (self._deadline(self._owners[o], self._owners[o].jobs[0]),
                                          self._owners[o].jobs[0].seq))
 
-    def _in_turn(self, ready: list[Hashable]) -> Hashable:
+    def in_turn(self, ready: list[Hashable]) -> Hashable:
         """The ready owner that asked longest ago (turns: one job each, in order)."""
         return next((o for o in self._turns if o in ready), ready[0])
 
@@ -289,6 +292,8 @@ class Scheduler:
             self.running += 1
             self._in_flight[job.owner] += 1
             try:
+                if job.at_start is not None:
+                    job.at_start()
                 result = await loop.run_in_executor(self._executor, job.fn)
             except asyncio.CancelledError:
                 job.future.cancel()

@@ -1,8 +1,8 @@
 """One speech: pieces of text through G2P and model jobs, pipelined ahead of whoever reads the audio.
 
-Synthesizer (synth.py) holds what every speech shares: voices, G2P, the model queue and the window
-policy. A Speech is one utterance's pipeline: its G2P task, the order of its jobs, and which
-sentences go to the model together (:meth:`Speech._joined`).
+Synthesizer (synth.py) holds what every speech shares: voices, G2P and the model queue. A Speech is
+one utterance's pipeline: its G2P task, the order of its jobs, and which sentences go to the model
+together (:meth:`Speech._joined`, as large as the job sizer lets one job be: sizing.py).
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Speech:
 
     A G2P task phonemizes the pieces ahead (one chunk per sentence in a piece; G2P splits only
     what exceeds the model's 510 phonemes). Once the listener has audio to hear, sentences G2P has
-    ready are joined into one job while they fit in one window (:meth:`_joined`). Model jobs are
+    ready are joined into one job while they fit in what one job may hold (:meth:`_joined`). Model jobs are
     queued one at a time, in order: a chunk's first window, its next windows (the decoder state is
     sequential), then the next chunk's. Each job is queued from the completion hook (``then``) of
     the job before it, before the model picks its next job, so a session whose listener is about
@@ -59,7 +59,7 @@ class Speech:
 
     def __init__(
         self, synth: Synthesizer, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float,
-        after: "Speech | None", text: str | None = None, normalize: Normalization = NORMALIZE_ALL,
+        after: "Speech | None" = None, text: str | None = None, normalize: Normalization = NORMALIZE_ALL,
     ) -> None:
         self._synth = synth
         self._owner = owner
@@ -74,10 +74,8 @@ class Speech:
         self._pending: list[asyncio.Future[TimedSynthesis]] = []  # queued, not read yet
         self._decoding: Decoding | None = None  # the chunk being decoded, while it has windows left
         self._busy = False  # one of our jobs is queued or on the model
-        self._frames_made = 0  # ahead of the next chunk (carried, then decoded): windows grow from it
         self._frames_decoded = 0  # of this speech's chunks, and their tokens: frames per token so far
         self._tokens_decoded = 0
-        self._started = False  # the first chunk is queued: _frames_made starts from what was carried
         self._followers: list[Callable[[], None]] = []  # speeches waiting for all_queued
         self.all_queued = asyncio.Event()
         self._ready = after is None or after.all_queued.is_set()
@@ -127,14 +125,10 @@ class Speech:
             if chunk is None:
                 self._all_queued()
                 return
-            if not self._started:  # the owner's earlier audio still playing counts as ours
-                self._started = True
-                self._frames_made = self._synth.carried_frames(self._owner)
-            else:
-                chunk = self._joined(chunk)
+            chunk = self._joined(chunk)
             future = self._synth.submit(
                 owner=self._owner, phonemes=chunk.phonemes, voice=self._voice, speed=self._speed, words=chunk.words,
-                frames_before=self._frames_made, then=self._finished,
+                then=self._finished,
             )
         self._busy = True
         future.add_done_callback(self._settled)
@@ -152,11 +146,11 @@ class Speech:
 
     def _joined(self, job: Job) -> Job:
         """``job`` and the sentences G2P has ready behind it, as one model job, while their frames
-        (estimated at this speech's frames per token so far) fit in what one window may hold now
-        (Synthesizer.joinable_frames: the listener's queued audio covers their decoding). Each model
+        (estimated at this speech's frames per token so far) fit in what one job may hold now
+        (Synthesizer.job_frames: the listeners' queued audio covers their decoding). Each model
         call has a fixed cost (on the tiny CPU model, per-sentence calls took 1.18x the time of
         pairs: docs/throughput.md), and a joined sentence pays for no small first window."""
-        budget = self._synth.joinable_frames(self._owner)
+        budget = self._synth.job_frames(self._owner)
         if not budget or not self._tokens_decoded:
             return job
         per_token = self._frames_decoded / self._tokens_decoded
@@ -176,7 +170,6 @@ class Speech:
     def _finished(self, result: TimedSynthesis) -> None:
         """The scheduler's hook: a job of ours succeeded; queue the next before the model picks."""
         self._busy = False
-        self._frames_made += result.frames  # set on a chunk's first window
         durations = result.synthesis.durations
         if result.frames and durations is not None:
             self._frames_decoded += result.frames

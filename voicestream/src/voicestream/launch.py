@@ -85,6 +85,10 @@ class KokoroProcess:
     def ping(self, *, timeout_s: float = 5.0) -> dict[str, Any]:
         return get_json(f"{self.url}/ping", timeout_s=timeout_s)
 
+    def diagnostics(self, *, timeout_s: float = 5.0) -> dict[str, Any]:
+        """``/ping``'s state and the server's diagnostics (tasks, memory held, decoder cost)."""
+        return get_json(f"{self.url}/diagnostics", timeout_s=timeout_s)
+
     def start(self, *, timeout_s: float = 240.0) -> dict[str, Any]:
         """Spawn the server and return its first /ping answer. Raises LaunchError with the log's tail."""
         self.port = self.port or free_port(self.host)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ..model_dir import ModelDir
 from .base import MAX_PHONEMES, Engine, EngineError, Synthesis
-from .windows import Decoding, WindowPlan
+from .windows import Decoding
 
 __all__ = [
-    "Decoding", "Engine", "EngineError", "MAX_PHONEMES", "Synthesis", "WindowPlan", "load_engine",
+    "Decoding", "Engine", "EngineError", "MAX_PHONEMES", "Synthesis", "load_engine",
 ]
 
 

@@ -9,7 +9,7 @@ import numpy as np
 
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
-from .windows import Decoding, WindowPlan
+from .windows import Decoding
 
 if TYPE_CHECKING:
     from .halt import Halt
@@ -38,12 +38,9 @@ class Engine(Protocol):
 
     name: str
     device: str
-    windowed: bool  # whether ``begin`` can decode in windows (else it decodes in one shot)
 
-    def begin(
-        self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None, halt: Halt | None = None,
-    ) -> Decoding:
-        """Run the front once; the result decodes ``plan``'s windows one ``step`` at a time.
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
+        """Run the front once; the result decodes the chunk a window at a time (``step``).
         ``halt`` stops the front early (halt.Halted)."""
         ...
 

@@ -38,7 +38,7 @@ from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
 from .onnx_split import ENERGY, F0, FEATURES, SOURCE, split_graph
-from .windows import Decoding, WindowPlan
+from .windows import Decoding
 
 log = logging.getLogger(__name__)
 
@@ -226,9 +226,7 @@ class OnnxEngine:
                 raise Halted("the job was cancelled") from exc
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
 
-    def begin(
-        self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None, halt: Halt | None = None,
-    ) -> Decoding:
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
         """Run the front (the whole graph when it could not be cut); decode windows with ``step``."""
         feeds = self._feeds(phonemes, style, speed)
         if self._whole is not None:
@@ -252,7 +250,7 @@ class OnnxEngine:
             }, halt)
             return _checked(audio)
 
-        return Decoding(frames=frames, decode=decode, plan=plan, durations=durations)
+        return Decoding(frames=frames, decode=decode, durations=durations)
 
     def _begin_whole(self, feeds: dict[str, np.ndarray], halt: Halt | None) -> Decoding:
         sig = self._sig
@@ -261,10 +259,10 @@ class OnnxEngine:
         results = self._run(self._whole, wanted, feeds, halt)
         audio = _checked(results[0])
         durations = None if sig.durations is None else np.asarray(results[1]).reshape(-1)
-        return Decoding(frames=1, decode=lambda lo, hi, halt=None: audio, plan=None, durations=durations)
+        return Decoding(frames=1, decode=lambda lo, hi, halt=None: audio, durations=durations)
 
     def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
-        decoding = self.begin(phonemes, style, speed, plan=None)
+        decoding = self.begin(phonemes, style, speed)
         return Synthesis(audio=decoding.rest(), durations=decoding.durations)
 
 

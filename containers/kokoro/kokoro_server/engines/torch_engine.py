@@ -25,7 +25,7 @@ from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
-from .windows import Decoding, WindowPlan
+from .windows import Decoding
 
 COMPONENTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
 REPO_ID = "hexgrad/Kokoro-82M"  # only names the architecture; nothing is downloaded
@@ -225,9 +225,7 @@ class TorchEngine:
             finally:
                 self._halt = None
 
-    def begin(
-        self, phonemes: str, style: np.ndarray, speed: float, *, plan: WindowPlan | None, halt: Halt | None = None,
-    ) -> Decoding:
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
         if not phonemes or len(phonemes) > MAX_PHONEMES:
             raise EngineError(f"phonemes: length {len(phonemes)} is outside 1..{MAX_PHONEMES}")
         if not np.isfinite(speed) or speed <= 0:
@@ -262,7 +260,7 @@ class TorchEngine:
             samples: np.ndarray = audio.detach().to(torch.float32).cpu().numpy().reshape(-1)
             return samples
 
-        return Decoding(frames=int(asr.shape[2]), decode=decode, plan=plan, durations=durations)
+        return Decoding(frames=int(asr.shape[2]), decode=decode, durations=durations)
 
     def _front(
         self, phonemes: str, ref_s: torch.Tensor, speed: float
@@ -290,5 +288,5 @@ class TorchEngine:
         return asr, f0, energy, pred_dur.cpu().numpy()
 
     def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
-        decoding = self.begin(phonemes, style, speed, plan=None)
+        decoding = self.begin(phonemes, style, speed)
         return Synthesis(audio=np.ascontiguousarray(decoding.rest()), durations=decoding.durations)

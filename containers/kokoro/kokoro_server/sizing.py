@@ -1,0 +1,262 @@
+"""How many frames the next model job decodes: one policy, from what the listeners have queued and
+what a decoder call costs.
+
+The model runs one job at a time, and a job decodes one window of a chunk (a sentence's 25 ms
+frames), plus ``context`` frames on each side that are decoded and thrown away so the window's
+edges sound as in one pass. Larger windows cost less per frame (a call's fixed cost and its
+context are paid once per window) but hold the engine longer, and meanwhile this speech's
+listener, and every other listener with work queued, must have audio to hear. So:
+
+1. **A free decoder** (no cost known: pace 0) decodes the rest of the chunk in one window.
+2. **A short chunk** whose listener has nothing queued yet is one window when all of it decodes
+   within ``first_audio_s``: splitting it would bring its first audio barely sooner and decode
+   context twice.
+3. **The queue covers the rest**: when ``headroom`` of the listener's queued audio covers
+   decoding all the chunk has left, that is one window (exactly the one-shot render, no context
+   decoded twice): a sentence spoken while earlier audio plays, a chunk's end.
+4. **A chunk's first window** otherwise is a trade: a larger one makes the listener wait longer
+   for it, a smaller one makes more windows and so more decoding. Of the sizes after which the
+   listener never waits again (each later window sized by rule 5, simulated at the decoder's cost),
+   the one with the least decoding plus ``first_audio_weight`` times the wait for its audio. When
+   no size keeps up (the decoder is slower than the listener hears), the least of the same sum. A
+   listener already hearing audio (a sentence after earlier ones) does not wait at all: its first
+   window decodes within ``headroom`` of its queue, where any window does.
+5. **A later window** takes what ``headroom`` of the queued audio covers: its decoding ends while
+   the listener still has audio. A queue that covers less than ``first_frames`` means the decoder
+   has fallen behind: the listener waits either way, and ``largest`` windows waste the least.
+6. **Other listeners**: while another listener has work, a window decodes in at most ``headroom``
+   of the least audio any of them has queued, and never less than ``hold_s`` (a newcomer waiting
+   for its first audio has none queued; windows that small would waste more than the wait costs
+   it).
+7. **Bounds**, whatever rule sized the window: at most ``largest`` frames; at least
+   ``first_frames`` (smaller windows are mostly context); a rest shorter than ``first_frames``
+   joins the window before it (which may then pass ``largest`` by that much).
+
+:func:`next_window` is the size of a chunk's next window; :func:`job_frames` what one job may hold
+when a speech joins the sentences G2P has ready into one job (speech.py). No model, thread or
+clock in here: the synthesizer reads the situation and asks; tests/kokoro/test_sizing.py is a
+table of situations and the sizes they get. The options are a :class:`Profile`; :data:`PROFILES`
+names the measured ones.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .engines.windows import CONTEXT, FRAME_S
+
+
+@dataclass(frozen=True, kw_only=True)
+class Cost:
+    """What one decoder call costs: ``overhead`` seconds whatever its frames, plus ``pace``
+    seconds per second of audio it decodes (pace.PaceMeter measures both). Pace 0: unknown, or a
+    decoder fast enough to count as free."""
+
+    pace: float = 0.0
+    overhead: float = 0.0
+
+    def decode_s(self, frames: int) -> float:
+        """Seconds a call decoding ``frames`` frames (own and context) takes."""
+        return self.overhead + frames * FRAME_S * self.pace
+
+    def frames_within(self, seconds: float) -> int:
+        """The most frames one call may decode in ``seconds`` (a pace is known)."""
+        return max(0, math.floor((seconds - self.overhead) / (FRAME_S * self.pace) + 1e-9))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Profile:
+    """The policy's options: a machine's trade between first audio, fairness and throughput."""
+
+    first_frames: int = 20
+    """The smallest window worth a call (0.5 s of audio)."""
+    headroom: float = 0.7
+    """Of the audio a listener has queued, the share one window may take to decode: a window decoded
+    in the server runs up to 24 % slower than the decoder alone (G2P, encoding and sends share the
+    cores; docs/design-notes.md)."""
+    largest: int = 480
+    """The most frames one window decodes (12 s of audio)."""
+    first_audio_s: float = 0.25
+    """A chunk whose whole decoding takes at most this is one window when its listener has nothing
+    queued."""
+    first_audio_weight: float = 1.0
+    """What a second of waiting for a chunk's first window is worth in seconds of decoding."""
+    hold_s: float = 1.0
+    """The least decoding one window may take while another listener waits for its first audio."""
+    context: int = CONTEXT
+    """Frames decoded on each side of a window (windows.py): what a window's price includes."""
+
+    def __post_init__(self) -> None:
+        if self.first_frames < 1:
+            raise ValueError(f"first_frames: must be at least 1, got {self.first_frames}")
+        if self.largest < self.first_frames:
+            raise ValueError(f"largest: must be at least first_frames ({self.first_frames}), got {self.largest}")
+        if not 0 < self.headroom <= 1:
+            raise ValueError(f"headroom: must be in (0, 1], got {self.headroom!r}")
+        for name in ("first_audio_s", "first_audio_weight", "hold_s"):
+            if not getattr(self, name) >= 0:
+                raise ValueError(f"{name}: must be 0 or more, got {getattr(self, name)!r}")
+
+
+PROFILES: dict[str, Profile] = {
+    # 2 CPU cores (the int8 onnx model at a decoder pace of ~0.4, the tiny torch model at ~0.05 and
+    # ~40 ms a call): the defaults, measured there (docs/throughput.md, docs/benchmarks.md).
+    "cpu": Profile(),
+    # A GPU (ml.g5's A10G): a whole sentence decodes in tens of ms, so rule 2 makes nearly every
+    # chunk one window; a newcomer waits at most a tenth of a second behind another's window.
+    # Not measured on a GPU yet: an assumption (docs/throughput.md).
+    "gpu": Profile(hold_s=0.1),
+}
+
+
+def profile_for(device: str) -> Profile:
+    """The profile of the device an engine runs on (``cuda...`` is a GPU)."""
+    return PROFILES["gpu" if device.startswith("cuda") else "cpu"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Situation:
+    """What the next window of a chunk is sized by.
+
+    ``queued_s``: audio this speech's listener has made and not heard yet; ``cost``: the
+    decoder's; ``left``: the chunk's frames not decoded yet; ``started``: the chunk already had a
+    window (the next one has context on both sides); ``others_s``: the least audio queued for any
+    other listener with work (0 for one waiting for its first audio), None when no other has work.
+    """
+
+    queued_s: float
+    cost: Cost
+    left: int = 0
+    started: bool = False
+    others_s: float | None = None
+
+
+class JobSizer(Protocol):
+    """What the synthesizer asks: a window's size, and how much one joined job may hold. The
+    server's is :class:`Sizer`; bench/variants.py holds the ones benchmarks compare it with."""
+
+    def next_window(self, situation: Situation) -> int: ...
+
+    def job_frames(self, situation: Situation) -> int: ...
+
+
+@dataclass(frozen=True)
+class Sizer:
+    """The policy of this module with a profile's options."""
+
+    profile: Profile = field(default_factory=Profile)
+
+    def next_window(self, situation: Situation) -> int:
+        return next_window(situation, self.profile)
+
+    def job_frames(self, situation: Situation) -> int:
+        return job_frames(situation, self.profile)
+
+
+def next_window(situation: Situation, profile: Profile) -> int:
+    """Own frames of the chunk's next window (the module's rules 1-7)."""
+    s, p = situation, profile
+    if s.left < 1:
+        raise ValueError(f"left: must be at least 1 frame, got {s.left}")
+    if s.cost.pace <= 0:
+        return _bounded(s.left, s.left, p)  # 1: a free decoder
+    before = p.context if s.started else 0  # context decoded ahead of the window
+    rest_s = s.cost.decode_s(before + s.left)
+    if s.queued_s <= 0 and not s.started and rest_s <= p.first_audio_s:
+        return _bounded(s.left, s.left, p)  # 2: a short chunk
+    if rest_s <= p.headroom * s.queued_s:
+        size = s.left  # 3: the queue covers the rest
+    elif not s.started:
+        size = _opening(s.left, s.queued_s, s.cost, p)  # 4
+    else:
+        size = _later(s.queued_s, s.cost, p) or p.largest  # 5 (behind: largest)
+    if s.others_s is not None:  # 6
+        allowed_s = max(p.headroom * s.others_s, p.hold_s)
+        if s.cost.decode_s(before + size + (p.context if size < s.left else 0)) > allowed_s:
+            size = _covered(s.cost, allowed_s, before + p.context)
+    return _bounded(size, s.left, p)  # 7
+
+
+def job_frames(situation: Situation, profile: Profile) -> int:
+    """Frames one job may hold when sentences ready join into it (decoded in one window, no
+    context): what rules 3 and 6 let one window decode, at most ``largest``; 0 while the listener
+    has nothing queued (the speech's first audio comes from a window of rule 2 or 4) or the
+    decoder is free (rule 1: every chunk is one window anyway)."""
+    s, p = situation, profile
+    if s.queued_s <= 0 or s.cost.pace <= 0:
+        return 0
+    allowed_s = p.headroom * s.queued_s
+    if s.others_s is not None:
+        allowed_s = min(allowed_s, max(p.headroom * s.others_s, p.hold_s))
+    return min(p.largest, _covered(s.cost, allowed_s, 0))
+
+
+def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, context: int = CONTEXT) -> list[int]:
+    """The windows one listener alone gets for a chunk of ``frames`` from a speech's start, its
+    queue as a decoder at ``cost`` leaves it (playback from the first window): what the policy
+    does, without a model or a clock (benchmarks and tests read it)."""
+    sizes: list[int] = []
+    queued = 0.0
+    while sum(sizes) < frames:
+        done = sum(sizes)
+        size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
+        end = min(frames, done + size)
+        decoded = (context if done else 0) + (end - done) + (context if end < frames else 0)
+        queued = max(0.0, queued - cost.decode_s(decoded)) + (end - done) * FRAME_S
+        sizes.append(end - done)
+    return sizes
+
+
+def _opening(left: int, queued_s: float, cost: Cost, p: Profile) -> int:
+    """Rule 4: the first window with the least decoding plus ``first_audio_weight`` times the
+    listener's wait for it, among those after which the listener never waits (else among all). A
+    listener already hearing audio never waits for it: its first window decodes within ``headroom``
+    of the queue where any does."""
+    best = (False, False, math.inf, p.first_frames)  # (no stall, keeps up, score, size): in that order
+    for first in range(p.first_frames, min(left, p.largest) + 1):
+        first_s = cost.decode_s(first + (p.context if first < left else 0))
+        rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + first * FRAME_S, cost, p)
+        score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
+        no_stall = queued_s <= 0 or first_s <= p.headroom * queued_s
+        if (no_stall, keeps_up, -score) > (best[0], best[1], -best[2]):
+            best = (no_stall, keeps_up, score, first)
+    return best[3]
+
+
+def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, bool]:
+    """Decoding ``left`` frames in later windows (rules 3 and 5) from ``queued_s`` of queued audio:
+    the seconds it takes, and whether every window decodes within its queue."""
+    spent, keeps_up = 0.0, True
+    while left > 0:
+        rest_s = cost.decode_s(p.context + left)
+        if rest_s <= p.headroom * queued_s:
+            return spent + rest_s, keeps_up
+        covered = _later(queued_s, cost, p)
+        keeps_up = keeps_up and covered is not None
+        own = covered or p.largest
+        own = own if left - own >= p.first_frames else left
+        window_s = cost.decode_s(p.context + own + (p.context if own < left else 0))
+        spent += window_s
+        queued_s = max(0.0, queued_s - window_s) + own * FRAME_S
+        left -= own
+    return spent, keeps_up
+
+
+def _later(queued_s: float, cost: Cost, p: Profile) -> int | None:
+    """Rule 5: the own frames ``headroom`` of the queue covers; None when that is no useful window
+    (the decoder has fallen behind)."""
+    own = _covered(cost, p.headroom * queued_s, 2 * p.context)
+    return own if own >= p.first_frames else None
+
+
+def _covered(cost: Cost, seconds: float, context: int) -> int:
+    """Own frames of a window that decodes, with ``context`` frames around it, in ``seconds``."""
+    return max(0, cost.frames_within(seconds) - context)
+
+
+def _bounded(size: int, left: int, p: Profile) -> int:
+    """Rule 7: within [first_frames, largest], and a short rest joins this window."""
+    size = min(p.largest, max(p.first_frames, size))
+    return left if left - size < p.first_frames else size

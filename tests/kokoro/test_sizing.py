@@ -1,0 +1,138 @@
+"""The job sizer as a table: situations on three decoders and the sizes they get (kokoro_server/sizing.py).
+
+Costs, as measured: the int8 onnx model on 2 busy CPU cores (pace 0.6, no fixed cost per call; 0.42
+on a quiet host), the tiny torch model there (0.05 and 40 ms a call), and a GPU-like decoder (0.015
+and 15 ms a call: an assumption, no GPU measured yet). Each row says which rule of the module's
+docstring decides it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from kokoro_server.sizing import (
+    PROFILES,
+    Cost,
+    Profile,
+    Situation,
+    Sizer,
+    job_frames,
+    next_window,
+    profile_for,
+    sizes_alone,
+)
+
+pytestmark = pytest.mark.kokoro
+
+CPU, GPU = PROFILES["cpu"], PROFILES["gpu"]
+ONNX, TINY, FAST = Cost(pace=0.6), Cost(pace=0.05, overhead=0.04), Cost(pace=0.015, overhead=0.015)
+
+# (why, situation, profile, next window's own frames, frames a joined job may hold)
+TABLE = [
+    ("1: a free decoder decodes the chunk whole", Situation(left=400, queued_s=0, cost=Cost()), CPU, 400, 0),
+    ("1+7: up to largest", Situation(left=1000, queued_s=0, cost=Cost()), CPU, 480, 0),
+    ("2: a 6-word sentence the tiny model decodes in 0.14 s is one window",
+     Situation(left=80, queued_s=0, cost=TINY), CPU, 80, 0),
+    ("4: a 35-word sentence on the tiny model: 31 frames first, the rest then covered",
+     Situation(left=400, queued_s=0, cost=TINY), CPU, 31, 0),
+    ("4: on onnx the same sentence: 131 frames (2.3 s of waiting) save more decoding than they cost",
+     Situation(left=400, queued_s=0, cost=ONNX), CPU, 131, 0),
+    ("4: a 6-word sentence on onnx: splitting saves no wait worth its context: one window",
+     Situation(left=80, queued_s=0, cost=ONNX), CPU, 80, 0),
+    ("5: 1.3 s queued covers 0.91 s of decoding: 60 frames, 40 of them context",
+     Situation(left=348, queued_s=1.3, cost=ONNX, started=True), CPU, 20, 60),
+    ("5: 4 s queued: 2.8 s of decoding, 186 frames less context",
+     Situation(left=300, queued_s=4.0, cost=ONNX, started=True), CPU, 146, 186),
+    ("3: the rest decodes within the queue: one window, no context twice",
+     Situation(left=100, queued_s=4.0, cost=ONNX, started=True), CPU, 100, 186),
+    ("5: a queue that covers no useful window: the decoder is behind, largest windows",
+     Situation(left=300, queued_s=0.3, cost=ONNX, started=True), CPU, 300, 14),
+    ("3: a sentence spoken while 5 s of audio plays is one window (exactly one shot)",
+     Situation(left=200, queued_s=5.0, cost=ONNX), CPU, 200, 233),
+    ("6: a newcomer waits: at most hold_s (1 s) of decoding",
+     Situation(left=300, queued_s=4.0, cost=ONNX, started=True, others_s=0.0), CPU, 26, 66),
+    ("6: another listener with 10 s queued holds nothing back",
+     Situation(left=300, queued_s=10.0, cost=ONNX, started=True, others_s=10.0), CPU, 300, 466),
+    ("2: on a GPU a 10 s sentence is one window", Situation(left=400, queued_s=0, cost=FAST), GPU, 400, 0),
+    ("4: on a GPU a 20 s chunk still starts small", Situation(left=800, queued_s=0, cost=FAST), GPU, 20, 0),
+    ("3+7: then its 0.5 s covers the rest, up to largest",
+     Situation(left=780, queued_s=0.5, cost=FAST, started=True), GPU, 480, 480),
+    ("6: on a GPU a newcomer waits at most 0.1 s",
+     Situation(left=400, queued_s=3.0, cost=FAST, started=True, others_s=0.0), GPU, 186, 226),
+    ("7: never more than largest", Situation(left=2000, queued_s=60.0, cost=ONNX, started=True), CPU, 480, 480),
+]
+
+
+@pytest.mark.parametrize(("why", "situation", "profile", "window", "joined"), TABLE, ids=[row[0] for row in TABLE])
+def test_each_situation_gets_its_size(why: str, situation: Situation, profile: Profile, window: int,
+                                      joined: int) -> None:
+    assert next_window(situation, profile) == window
+    assert job_frames(situation, profile) == joined
+
+
+@pytest.mark.parametrize("left", [1, 7, 19, 20, 21, 39, 40, 41, 80, 333, 479, 480, 481, 2000])
+@pytest.mark.parametrize("cost", [Cost(), ONNX, TINY, FAST], ids=["free", "onnx", "tiny", "fast"])
+def test_a_chunks_windows_cover_it_once_and_none_is_a_sliver(left: int, cost: Cost) -> None:
+    """Asked window after window (the listener's queue as a decoder at this cost would leave it),
+    the sizes add up to the chunk and each is first_frames or more, unless the chunk is smaller."""
+    sizes = sizes_alone(left, Sizer(CPU), cost)
+    assert sum(sizes) == left
+    assert all(1 <= size <= CPU.largest + CPU.first_frames - 1 for size in sizes)  # a short rest may join
+    assert all(size >= CPU.first_frames for size in sizes) or len(sizes) == 1
+
+
+@pytest.mark.parametrize(("cost", "frames", "sizes"), [
+    (Cost(pace=0.42), 192, [80, 112]),  # onnx on a quiet host: the old planner's windows for this chunk
+    (Cost(pace=0.42), 400, [89, 108, 203]),
+    (TINY, 400, [31, 369]),
+    (FAST, 1000, [23, 480, 497]),  # a 25 s chunk on a GPU: a first window, then as large as allowed
+])
+def test_alone_a_chunk_starts_small_and_then_grows(cost: Cost, frames: int, sizes: list[int]) -> None:
+    assert sizes_alone(frames, Sizer(profile_for("cuda" if cost is FAST else "cpu")), cost) == sizes
+
+
+def test_the_device_picks_the_profile() -> None:
+    assert profile_for("cuda") is GPU and profile_for("cuda:1") is GPU and profile_for("cpu") is CPU
+
+
+@pytest.mark.parametrize("bad", [dict(first_frames=0), dict(largest=10), dict(headroom=0), dict(headroom=1.5),
+                                 dict(first_audio_s=-1), dict(hold_s=-0.1)])
+def test_a_bad_option_is_refused_naming_it(bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        Profile(**bad)  # type: ignore[arg-type]
+
+
+ANSWER_FRAMES = (153, 200, 138)
+"""The CPU demo's answer ("Good question, and the offline model has a ready answer. Streaming
+speech means ..."), one utterance per sentence, in frames of the af_heart voice (int8 weights)."""
+
+
+def _late_s(answer: tuple[int, ...], *, real: float, planned: float) -> float:
+    """Seconds a listener waits after its first audio when each sentence is its own utterance, the
+    windows sized at pace ``planned`` from the listener's real queue and decoded back to back at
+    ``real``, the text all there (an LLM writes faster than this decoder speaks)."""
+    sizer, cost, frame = Sizer(CPU), Cost(pace=planned), 0.025
+    clock, runs_out, late = 0.0, None, 0.0
+    for frames in answer:
+        done = 0
+        while done < frames:
+            queued = 0.0 if runs_out is None else max(0.0, runs_out - clock)
+            size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
+            end = min(frames, done + size)
+            decoded = (CPU.context if done else 0) + (end - done) + (CPU.context if end < frames else 0)
+            clock += decoded * frame * real
+            if runs_out is None:
+                runs_out = clock + 0.08  # the page starts the first chunk 80 ms on (LEAD_S)
+            elif clock > runs_out:
+                late, runs_out = late + clock - runs_out, clock
+            runs_out += (end - done) * frame
+            done = end
+    return late
+
+
+@pytest.mark.parametrize("real", [0.3, 0.45, 0.5, 0.55, 0.6, 0.63, 0.66])
+@pytest.mark.parametrize("error", [0.8, 0.9, 1.0])
+def test_a_demo_answer_plays_without_a_gap_while_the_pace_errs_within_headroom(real: float, error: float) -> None:
+    """A CPU decoding at up to 0.66 s per audio second, its pace measured up to 1/0.8 faster than it
+    decodes: the answer plays through (its sentences are carried on the audio before them)."""
+    assert _late_s(ANSWER_FRAMES, real=real, planned=real * error) == 0

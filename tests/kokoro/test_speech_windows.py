@@ -1,0 +1,149 @@
+"""The job sizer through a real speech (real int8 weights): every window it decodes is the sizer's
+answer to the listener's real queue as the job starts.
+
+The scheduler's clock stands still unless a test moves it, so a listener's queue is all the audio
+made for it so far, and the decoder cost is pinned: the windows depend on the text alone, and each
+test can say which window the sizer (kokoro_server/sizing.py) must have given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+import real_audio as ra
+from waiting import wait_until_async
+
+from bench.variants import PerChunkSizer
+from kokoro_server.model_dir import style_for
+from kokoro_server.scheduler import Scheduler
+from kokoro_server.sizing import Cost, JobSizer, Situation, Sizer, sizes_alone
+from kokoro_server.speech import Speech
+from kokoro_server.synth import Synthesizer
+
+pytestmark = pytest.mark.kokoro
+
+LONG = ("Routers work best in the open, up high and near the middle of your home, because walls, "
+        "mirrors and fish tanks all soak up the signal before it ever reaches the rooms where you need it most.")
+SHORT = "Start with where the router sits."
+NEXT = "Streaming speech means the first sentence plays while the rest is still being written."
+VOICE = "jf_alpha"
+COST = Cost(pace=0.6)  # the int8 model's decoder on two busy cores: a sentence is several windows
+
+
+def _frames(text: str) -> int:
+    (phonemes,) = ra.phonemizer().phonemize(text, voice=VOICE)
+    return ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0).frames
+
+
+async def _session(body: Callable[[Synthesizer, list[float]], Any], *, sizer: JobSizer | None = None) -> Any:
+    now = [0.0]
+    scheduler = Scheduler(workers=1, clock=lambda: now[0])
+    await scheduler.start()
+    synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE,
+                        sizer=sizer)
+    synth.keep_up(COST)
+    try:
+        return await body(synth, now)
+    finally:
+        await scheduler.stop()
+        synth.close()
+
+
+async def _say(synth: Synthesizer, text: str, *, owner: str = "session", after: Speech | None = None
+               ) -> tuple[Speech, list[np.ndarray]]:
+    speech = Speech(synth, owner=owner, pieces=[text], voice=VOICE, speed=1.0, after=after)
+    return speech, [c.synthesis.audio async for c in speech]
+
+
+def test_a_sentence_spoken_while_earlier_audio_plays_is_one_window_exactly_as_one_shot() -> None:
+    """Rule 3: the listener still has the long sentence's audio to hear (the clock stands still),
+    which covers the next sentence's decoding: one window, the one-shot render. Another session's
+    listener, or this one once it has heard everything (the clock a minute on), starts small again."""
+    (phonemes,) = ra.phonemizer().phonemize(NEXT, voice=VOICE)
+    style = style_for(ra.model().voices[VOICE], phonemes)
+    one_shot = ra.engine().synthesize(phonemes, style, 1.0).audio
+    fresh = ra.engine().begin(phonemes, style, 1.0)
+    fresh_windows = [fresh.step(size) for size in sizes_alone(fresh.frames, Sizer(), COST)]
+    assert len(fresh_windows) >= 2
+
+    async def body(synth: Synthesizer, now: list[float]) -> tuple[list[np.ndarray], ...]:
+        first, long_windows = await _say(synth, LONG)
+        _, carried = await _say(synth, NEXT, after=first)
+        _, other_owner = await _say(synth, NEXT, owner="another session")  # its listener has nothing queued
+        now[0] += 60.0  # the listener has heard everything
+        _, restarted = await _say(synth, NEXT)
+        return long_windows, carried, other_owner, restarted
+
+    long_windows, carried, other_owner, restarted = asyncio.run(_session(body))
+    assert len(long_windows) >= 2
+    assert len(carried) == 1
+    np.testing.assert_array_equal(carried[0], one_shot)
+    for windows in (other_owner, restarted):
+        assert len(windows) == len(fresh_windows)
+        for got, want in zip(windows, fresh_windows):
+            np.testing.assert_array_equal(got, want)
+
+
+def test_a_sentence_after_earlier_audio_is_sized_from_what_its_listener_still_has_to_hear() -> None:
+    """The CPU demo's stutter at its first sentence boundary: the next utterance's first window is
+    what the sizer gives the audio its listener has queued when the job starts (the clock moved on:
+    2.3 s left), not what the speech made before it."""
+    frames, queued_s = _frames(NEXT), 2.3
+
+    async def body(synth: Synthesizer, now: list[float]) -> list[int]:
+        first, windows = await _say(synth, LONG)
+        now[0] = sum(len(w) for w in windows) / 24000 - queued_s  # all but the last 2.3 s heard
+        _, second = await _say(synth, NEXT, after=first)
+        return [len(w) // 600 for w in second]
+
+    sizes = asyncio.run(_session(body))
+    assert sizes[0] == Sizer().next_window(Situation(left=frames, queued_s=queued_s, cost=COST)) < frames
+    assert sum(sizes) == frames
+
+
+def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> None:
+    """Rule 6: a sentence whose listener has 0.2 s left starts before a newcomer (its deadline is
+    sooner); while that newcomer waits for its first audio, the window decodes in at most hold_s."""
+    long_frames, queued = _frames(LONG), 0.2
+
+    async def first_window(*, other_waits: bool) -> int:
+        async def body(synth: Synthesizer, now: list[float]) -> int:
+            scheduler = synth.scheduler
+            await scheduler.submit("session", lambda: None, audio_s=lambda _: queued)  # 0.2 s left to hear
+            gate = threading.Event()
+            held = scheduler.submit("gate", lambda: gate.wait(30))  # both jobs below queue behind it
+            await wait_until_async(lambda: asyncio.sleep(0, scheduler.running))
+            speech = aiter(Speech(synth, owner="session", pieces=[LONG], voice=VOICE, speed=1.0))
+            first = asyncio.ensure_future(anext(speech))
+            await wait_until_async(lambda: asyncio.sleep(0, scheduler.queued))  # its G2P done, its job queued
+            newcomer = scheduler.submit("newcomer", lambda: None) if other_waits else None
+            gate.set()
+            await held
+            size = len((await first).synthesis.audio) // 600
+            if newcomer is not None:
+                await newcomer
+            await speech.aclose()
+            return size
+
+        found: int = await _session(body)
+        return found
+
+    alone, shared = asyncio.run(first_window(other_waits=False)), asyncio.run(first_window(other_waits=True))
+    assert alone == Sizer().next_window(Situation(left=long_frames, queued_s=queued, cost=COST))
+    assert shared == Sizer().next_window(Situation(left=long_frames, queued_s=queued, cost=COST, others_s=0.0))
+    assert shared < alone
+
+
+def test_the_bench_variant_sizes_each_sentence_as_if_nothing_were_queued() -> None:
+    async def body(synth: Synthesizer, now: list[float]) -> list[np.ndarray]:
+        speech = Speech(synth, owner="o", pieces=[LONG, NEXT], voice=VOICE, speed=1.0)
+        return [c.synthesis.audio async for c in speech]
+
+    ours = asyncio.run(_session(body))
+    per_chunk = asyncio.run(_session(body, sizer=PerChunkSizer()))  # bench's windowed_per_chunk
+    assert len(per_chunk) > len(ours)  # its second sentence starts small again instead of one window
