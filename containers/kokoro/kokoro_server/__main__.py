@@ -74,7 +74,7 @@ def load(settings: Settings) -> Callable[[Scheduler], Synthesizer]:
 
     def factory(scheduler: Scheduler) -> Synthesizer:
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler,
-                            default_voice=settings.default_voice, vocab=model.vocab)
+                            default_voice=settings.default_voice, vocab=model.vocab, languages=settings.languages)
         if settings.warmup:
             began = time.perf_counter()
             synth.warm_up()

@@ -43,8 +43,9 @@ from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 from .engines import Decoding, Engine, Synthesis, WindowPlan
 from .engines.windows import FRAME_S, HEADROOM
 from .g2p import G2PNotes, PhonemeChunk, Phonemizer
+from .languages import READERS, resolve_language, served_languages
 from .model_dir import style_for
-from .pace import WARM_UP_TEXT, DecoderCost, PaceMeter, warm_up_pace
+from .pace import WARM_UP_LANG, WARM_UP_TEXT, DecoderCost, PaceMeter, warm_up_pace
 from .scheduler import Scheduler
 from .voices import VoiceBook
 from .words import PlacedWord, WordTiming, word_timings
@@ -83,9 +84,10 @@ class Synthesizer:
     def __init__(
         self, *, engine: Engine, voices: dict[str, np.ndarray], scheduler: Scheduler,
         default_voice: str | None = None, windowed: bool = True, plan: WindowPlan | None = None,
-        vocab: Mapping[str, int] | None = None,
+        vocab: Mapping[str, int] | None = None, languages: tuple[str, ...] | None = None,
     ) -> None:
-        """``windowed=False``: every chunk in one shot (bench/variants.py compares it)."""
+        """``windowed=False``: every chunk in one shot (bench/variants.py compares it). ``languages``:
+        those to serve, of the ones whose G2P is installed (None: all of them; KOKORO_LANGUAGES)."""
         self.engine = engine
         self.pace = PaceMeter()
         self.plan = (plan or WindowPlan()) if windowed and getattr(engine, "windowed", False) else None
@@ -94,6 +96,7 @@ class Synthesizer:
         self.vocab = vocab  # the model's phoneme ids: symbols outside it have no duration
         self.scheduler = scheduler
         self.phonemizer = Phonemizer()
+        self.languages = tuple(code for code in served_languages() if languages is None or code in languages)
         self.default_voice = default_voice if default_voice in voices else _pick_default(voices)
         # G2P runs in its own thread, beside the model's, so one overlaps the other.
         self._g2p = ThreadPoolExecutor(1, thread_name_prefix="kokoro-g2p")
@@ -105,12 +108,18 @@ class Synthesizer:
             return self.default_voice
         return self.voice_book.resolve(voice, field=field)
 
+    def resolve_language(self, voice: str, lang: str | None, *, field: str = "lang", voice_field: str = "voice") -> str:
+        """The language ``voice`` reads in (``lang`` when given); ProtocolError ``unsupported_language``
+        naming ``field`` (``voice_field`` when the voice chose it) for one this server cannot read."""
+        return resolve_language(voice, lang, served=self.languages, field=field, voice_field=voice_field)
+
     async def phonemize(
-        self, text: str, *, voice: str, notes: G2PNotes | None = None, normalize: Normalization = NORMALIZE_ALL,
+        self, text: str, *, voice: str, lang: str | None = None, notes: G2PNotes | None = None,
+        normalize: Normalization = NORMALIZE_ALL,
     ) -> list[PhonemeChunk]:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._g2p, lambda: self.phonemizer.chunks(text, voice=voice, notes=notes, options=normalize))
+            self._g2p, lambda: self.phonemizer.chunks(text, voice=voice, lang=lang, notes=notes, options=normalize))
 
     def submit(
         self, *, owner: Hashable, phonemes: str, voice: str, speed: float, words: tuple[PlacedWord, ...] = (),
@@ -220,18 +229,22 @@ class Synthesizer:
 
     def speech(
         self, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float, after: "Speech | None" = None,
-        text: str | None = None, normalize: Normalization = NORMALIZE_ALL,
+        text: str | None = None, normalize: Normalization = NORMALIZE_ALL, lang: str | None = None,
     ) -> "Speech":
         """Speak ``pieces`` (sentences already cut; an iterator is read as G2P reaches it).
-        ``text``: what the pieces were cut from, for word offsets (None: the pieces, joined by spaces)."""
+        ``text``: what the pieces were cut from, for word offsets (None: the pieces, joined by spaces).
+        ``lang``: the language to read in (None: the voice's), checked by :meth:`resolve_language`."""
         from .speech import Speech  # Speech reads the Synthesizer: imported here, not at the top
 
         return Speech(self, owner=owner, pieces=pieces, voice=voice, speed=speed, after=after, text=text,
-                      normalize=normalize)
+                      normalize=normalize, lang=lang)
 
     def warm_up(self) -> None:
-        """Run G2P and one synthesis now, so the first request pays neither."""
-        phonemes = self.phonemizer.phonemize(WARM_UP_TEXT, voice=self.default_voice)
+        """Run G2P (every served language's reader: each loads its dictionary on first use) and one
+        synthesis now, so the first request pays neither."""
+        for code in self.languages:
+            self.phonemizer.phonemize(READERS[code].greeting, voice=self.default_voice, lang=code)
+        phonemes = self.phonemizer.phonemize(WARM_UP_TEXT, voice=self.default_voice, lang=WARM_UP_LANG)
         for chunk in phonemes:
             self.engine.synthesize(chunk, style_for(self.voice_book.pack(self.default_voice), chunk), 1.0)
 
