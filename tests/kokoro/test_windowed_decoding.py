@@ -32,11 +32,12 @@ LONG = ("Routers work best in the open, up high and near the middle of your home
 SHORT = "Start with where the router sits."
 NEXT = "Streaming speech means the first sentence plays while the rest is still being written."
 VOICE = "jf_alpha"
+LANG = ra.ENGLISH  # the texts are English, read so by the Japanese voice (real_audio.ENGLISH)
 
 
 @pytest.fixture(scope="module")
 def long_input():
-    phonemes = ra.phonemizer().phonemize(LONG, voice=VOICE)
+    phonemes = ra.phonemizer().phonemize(LONG, voice=VOICE, lang=LANG)
     assert len(phonemes) == 1, "the sentence must be one model chunk"
     pack = ra.model().voices[VOICE]
     return phonemes[0], pack, style_for(pack, phonemes[0])
@@ -109,7 +110,7 @@ def test_windowed_differs_from_one_shot_about_as_much_as_the_model_varies_itself
 
 
 def test_a_short_sentence_windowed_is_within_the_models_own_variation() -> None:
-    (phonemes,) = ra.phonemizer().phonemize("Start with where the router sits.", voice=VOICE)
+    (phonemes,) = ra.phonemizer().phonemize("Start with where the router sits.", voice=VOICE, lang=LANG)
     pack = ra.model().voices[VOICE]
     one_shot = ra.engine().synthesize(phonemes, style_for(pack, phonemes), 1.0).audio
     own, distance = _own_variation_and_windowed(phonemes, pack, one_shot)
@@ -124,7 +125,7 @@ def test_cancel_between_windows_decodes_no_more_windows() -> None:
         await scheduler.start()
         synth = Synthesizer(engine=counted, voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE,
                             plan=WindowPlan(growth=2))  # four windows: more to cancel than the default's three
-        speech = synth.speech(owner="listener", pieces=[LONG], voice=VOICE, speed=1.0)
+        speech = synth.speech(owner="listener", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG)
         got = 0
         async for _ in speech:
             got += 1
@@ -152,7 +153,8 @@ def test_a_speech_yields_every_window_in_order() -> None:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
         synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
-        chunks = [c.synthesis.audio async for c in synth.speech(owner="o", pieces=pieces, voice=VOICE, speed=1.0)]
+        chunks = [c.synthesis.audio
+                  async for c in synth.speech(owner="o", pieces=pieces, voice=VOICE, speed=1.0, lang=LANG)]
         await scheduler.stop()
         synth.close()
         return chunks
@@ -161,7 +163,7 @@ def test_a_speech_yields_every_window_in_order() -> None:
     expected = []
     from kokoro_server.g2p import sentence_jobs
 
-    jobs = [job for piece in pieces for chunk in ra.phonemizer().phonemize(piece, voice=VOICE)
+    jobs = [job for piece in pieces for chunk in ra.phonemizer().phonemize(piece, voice=VOICE, lang=LANG)
             for job in sentence_jobs(chunk)]
     made = 0
     for phonemes in jobs:
@@ -239,7 +241,7 @@ def test_a_listener_near_silence_gets_its_next_window_before_a_session_seconds_a
                 scheduler.submit("ahead", lambda: order.append("ahead") or 0.5, audio_s=float, then=busy)
 
         busy()
-        windows = [c async for c in synth.speech(owner="listener", pieces=[LONG], voice=VOICE, speed=1.0)]
+        windows = [c async for c in synth.speech(owner="listener", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG)]
         speaking = False
         await scheduler.stop()
         synth.close()
@@ -300,7 +302,8 @@ def _speak(pieces: list[str], make: type[Synthesizer] = Synthesizer, **synth_opt
         await scheduler.start()
         synth = make(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE,
                      **synth_options)
-        chunks = [c.synthesis.audio async for c in synth.speech(owner="o", pieces=pieces, voice=VOICE, speed=1.0)]
+        chunks = [c.synthesis.audio
+                  async for c in synth.speech(owner="o", pieces=pieces, voice=VOICE, speed=1.0, lang=LANG)]
         await scheduler.stop()
         synth.close()
         return chunks
@@ -309,9 +312,9 @@ def _speak(pieces: list[str], make: type[Synthesizer] = Synthesizer, **synth_opt
 
 
 def test_a_sentence_after_enough_audio_is_one_window_exactly_as_one_shot() -> None:
-    (phonemes,) = ra.phonemizer().phonemize(SHORT, voice=VOICE)
+    (phonemes,) = ra.phonemizer().phonemize(SHORT, voice=VOICE, lang=LANG)
     one_shot = ra.engine().synthesize(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0).audio
-    (long_phonemes,) = ra.phonemizer().phonemize(LONG, voice=VOICE)
+    (long_phonemes,) = ra.phonemizer().phonemize(LONG, voice=VOICE, lang=LANG)
     long_windows = ra.engine().begin(long_phonemes, style_for(ra.model().voices[VOICE], long_phonemes), 1.0,
                                      plan=WindowPlan()).windows
     chunks = _speak([LONG, SHORT])  # 11.9 s of audio before the short sentence
@@ -330,7 +333,7 @@ def test_an_utterance_spoken_while_earlier_audio_plays_is_one_window_and_starts_
     """WindowPlan.carry: the listener still has the first utterance's audio to hear (the scheduler's
     clock stands still), so the next one is decoded as one window, the one-shot render; once its
     audio has played (the clock a minute on), a new utterance starts at ``first`` frames again."""
-    (phonemes,) = ra.phonemizer().phonemize(SHORT, voice=VOICE)
+    (phonemes,) = ra.phonemizer().phonemize(SHORT, voice=VOICE, lang=LANG)
     style = style_for(ra.model().voices[VOICE], phonemes)
     one_shot = ra.engine().synthesize(phonemes, style, 1.0).audio
     fresh = ra.engine().begin(phonemes, style, 1.0, plan=WindowPlan())
@@ -344,7 +347,7 @@ def test_an_utterance_spoken_while_earlier_audio_plays_is_one_window_and_starts_
         synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
 
         async def say(text: str, *, owner: str = "session", after=None):
-            speech = synth.speech(owner=owner, pieces=[text], voice=VOICE, speed=1.0, after=after)
+            speech = synth.speech(owner=owner, pieces=[text], voice=VOICE, speed=1.0, after=after, lang=LANG)
             return speech, [c.synthesis.audio async for c in speech]
 
         first, _ = await say(LONG)
@@ -370,7 +373,7 @@ def test_an_utterance_spoken_while_earlier_audio_plays_plans_from_what_its_liste
     from the audio its listener has queued when its job starts (here 2.3 s: the clock moved on),
     not from the ``carry`` frames it plans from, as if none of those were heard yet: a smaller
     first window, which that queue covers."""
-    (phonemes,) = ra.phonemizer().phonemize(NEXT, voice=VOICE)
+    (phonemes,) = ra.phonemizer().phonemize(NEXT, voice=VOICE, lang=LANG)
     frames = ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0, plan=None).frames
     pace, queued_s = 0.66, 2.3
     now = [0.0]
@@ -380,10 +383,10 @@ def test_an_utterance_spoken_while_earlier_audio_plays_plans_from_what_its_liste
         await scheduler.start()
         synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
         synth.keep_up(DecoderCost(pace=pace))
-        first = synth.speech(owner="session", pieces=[LONG], voice=VOICE, speed=1.0)
+        first = synth.speech(owner="session", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG)
         made = sum([len(c.synthesis.audio) async for c in first]) / 24000
         now[0] = made - queued_s  # the listener has heard all but the last 2.3 s
-        second = synth.speech(owner="session", pieces=[NEXT], voice=VOICE, speed=1.0, after=first)
+        second = synth.speech(owner="session", pieces=[NEXT], voice=VOICE, speed=1.0, after=first, lang=LANG)
         sizes = [len(c.synthesis.audio) // 600 async for c in second]
         await scheduler.stop()
         synth.close()
@@ -406,7 +409,7 @@ def test_a_later_sentence_holds_the_engine_longer_only_while_no_other_session_wa
         scheduler = Scheduler(workers=1, clock=lambda: 0.0)
         await scheduler.start()
         synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=VOICE)
-        speech = aiter(synth.speech(owner="session", pieces=[SHORT, LONG], voice=VOICE, speed=1.0))
+        speech = aiter(synth.speech(owner="session", pieces=[SHORT, LONG], voice=VOICE, speed=1.0, lang=LANG))
         samples = [len((await anext(speech)).synthesis.audio)]  # the engine has our work from here on
         if other_waits:  # its listener gets 30 s queued, so its next job is due after all of ours
             scheduler.submit("another session", lambda: None, audio_s=lambda _: 30.0)
