@@ -75,7 +75,7 @@ def speak(model: Any, engine: Any, text: str, *, voice: str, lang: str | None = 
         recorder = Recorder(engine)
         scheduler = Scheduler(workers=1)
         await scheduler.start()
-        synth = Synthesizer(engine=recorder, voices=model.voices, scheduler=scheduler,  # type: ignore[arg-type]
+        synth = Synthesizer(engine=recorder, voices=model.voices, scheduler=scheduler,
                             default_voice=voice, vocab=model.vocab)
         try:
             chosen = synth.resolve_language(voice, lang)

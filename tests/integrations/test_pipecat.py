@@ -233,6 +233,24 @@ def test_unknown_voice_is_reported(kokoro_server: KokoroServer) -> None:
     assert "no_such_voice" in errors[0]
 
 
+def test_a_language_kokoro_has_not_is_reported(kokoro_server: KokoroServer) -> None:
+    tts = KokoroTTSService(url=kokoro_server.url, lang="klingon")
+    errors: list[str] = []
+
+    @tts.event_handler("on_connection_error")  # type: ignore[untyped-decorator]
+    async def _error(service: Any, error: str) -> None:
+        errors.append(error)
+
+    async def body(worker: PipelineWorker, sink: Sink) -> None:
+        async def reported() -> list[str]:
+            return errors
+
+        assert await wait_until_async(reported, timeout=20, interval=0.05), "no connection error reported"
+
+    run(in_pipeline(tts, body))
+    assert "lang: 'klingon' is not a Kokoro language" in errors[0]
+
+
 def test_through_sagemaker(sagemaker_local: SageMakerLocal, kokoro_server: KokoroServer,
                            monkeypatch: pytest.MonkeyPatch) -> None:
     for key, value in sagemaker_local.client_env().items():
