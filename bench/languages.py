@@ -38,6 +38,9 @@ SENTENCES: dict[str, tuple[str, str]] = {
     "z": ("zf_xiaobei", "今天天气很好，所以我们去公园。"),
 }
 RESULTS = Path(__file__).resolve().parent / "results" / "languages.json"
+# The packages the other languages' G2P added to the container (containers/kokoro/requirements.txt).
+G2P_PACKAGES = ("fugashi", "unidic-lite", "mojimoji", "pyopenjtalk-ndy", "jieba", "pypinyin", "cn2an", "proces",
+                "ordered-set")
 DEFAULT_MODEL_DIR = Path("models/kokoro-82m-onnx")
 
 
@@ -124,6 +127,39 @@ def row(model: Any, engine: Any, lang: str) -> dict[str, Any]:
     return out
 
 
+def installed_sizes(names: tuple[str, ...] = G2P_PACKAGES) -> dict[str, dict[str, Any]]:
+    """Each installed distribution's version and disk usage as du counts it (its files' blocks)."""
+    import importlib.metadata
+
+    sizes: dict[str, dict[str, Any]] = {}
+    for name in names:
+        dist = importlib.metadata.distribution(name)
+        blocks = sum(path.stat().st_blocks for file in dist.files or []
+                     if (path := Path(str(file.locate()))).is_file())
+        sizes[name] = {"version": dist.version, "du_mib": round(blocks * 512 / 2**20, 1)}
+    return sizes
+
+
+def _rss_mib() -> float:
+    status = Path("/proc/self/status").read_text()
+    return int(status.split("VmRSS:")[1].split()[0]) / 1024
+
+
+def reader_costs() -> dict[str, dict[str, float]]:
+    """What each language's reader costs the first time it is used in a process (the server pays
+    it at warm-up): seconds to read its greeting, and the process's resident memory growth."""
+    from kokoro_server.g2p import Phonemizer
+    from kokoro_server.languages import READERS
+
+    phonemizer, costs = Phonemizer(), {}
+    for code, reader in READERS.items():
+        before, started = _rss_mib(), time.perf_counter()
+        phonemizer.phonemize(reader.greeting, voice="af_heart", lang=code)
+        costs[code] = {"first_use_s": round(time.perf_counter() - started, 2),
+                       "rss_growth_mib": round(_rss_mib() - before, 1)}
+    return costs
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.languages", description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, default=DEFAULT_MODEL_DIR)
@@ -132,6 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     from kokoro_server.engines import load_engine
     from kokoro_server.model_dir import open_model_dir
 
+    costs = reader_costs()  # first, in a process that has read nothing yet
     model = open_model_dir(args.model_dir)
     engine = load_engine(model)
     rows = [row(model, engine, lang) for lang in SENTENCES]
@@ -142,13 +179,17 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python -m bench.languages", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {platform.python_version()}", "model_dir": str(args.model_dir),
         "weights": model.manifest.get("weights") if hasattr(model, "manifest") else None, "rows": rows,
+        "g2p_packages": installed_sizes(), "reader_first_use": costs,
     }
+    record["g2p_packages_du_mib"] = round(sum(p["du_mib"] for p in record["g2p_packages"].values()), 1)
     args.out.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     for item in rows:
         print(f"{item['lang']} {item['voice']:<11} sent==kokoro {item['sent_equals_kokoro']!s:<5} "
               f"!=english {item['sent_differs_from_english']!s:<5} {item['audio_s']:5.2f} s "
               f"{item['s_per_char']:.3f} s/char ({item['s_per_char_vs_english']:.2f}x English)"
               + (f" WER {item['pocketsphinx_wer']}" if "pocketsphinx_wer" in item else ""))
+    print(f"G2P packages: {record['g2p_packages_du_mib']} MiB installed ({record['g2p_packages']})")
+    print(f"first use of each reader: {costs}")
     print(f"wrote {args.out}")
     return 0
 

@@ -42,14 +42,14 @@ READERS: dict[str, Reader] = {
     "f": Reader(library="espeak-ng fr-fr", modules=_ESPEAK, greeting="Bonjour."),
     "h": Reader(library="espeak-ng hi", modules=_ESPEAK, greeting="नमस्ते।"),
     "i": Reader(library="espeak-ng it", modules=_ESPEAK, greeting="Ciao."),
-    "p": Reader(library="espeak-ng pt-br", modules=_ESPEAK, greeting="Olá."),
     # misaki.ja imports pyopenjtalk at the top, though its default reader (cutlet) never calls it.
     "j": Reader(library="misaki.ja (cutlet: fugashi + unidic-lite)", spaces=False, greeting="こんにちは。",
                 modules=("fugashi", "unidic_lite", "jaconv", "mojimoji", "pyopenjtalk")),
+    "p": Reader(library="espeak-ng pt-br", modules=_ESPEAK, greeting="Olá."),
     "z": Reader(library="misaki.zh (jieba, pypinyin, cn2an)", spaces=False, greeting="你好。",
                 modules=("jieba", "pypinyin", "cn2an", "ordered_set")),
 }
-assert set(READERS) == set(LANGUAGES), "every Kokoro language has a reader"
+assert tuple(READERS) == tuple(LANGUAGES), "every Kokoro language has a reader, in kokoro's order"
 
 
 @functools.lru_cache(maxsize=1)

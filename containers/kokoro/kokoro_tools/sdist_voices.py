@@ -110,7 +110,8 @@ def read_sdist_voices(
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise SdistVoicesError(f"{path}: cannot read the sdist ({type(exc).__name__}: {exc})") from None
     if not voices:
-        raise SdistVoicesError(f"{path}: holds no voice packs of a served language under kokoro-0.9.4/kokoro.js/voices/")
+        raise SdistVoicesError(f"{path}: holds no voice packs of a served language under "
+                               "kokoro-0.9.4/kokoro.js/voices/")
     if not licence:
         raise SdistVoicesError(f"{path}: has no kokoro-0.9.4/LICENSE")
     return SdistVoices(voices=voices, not_served=sorted(not_served), licence=licence)
