@@ -175,13 +175,14 @@ def main(argv: list[str] | None = None) -> int:
     english = rows[0]["s_per_char"]
     for item in rows:
         item["s_per_char_vs_english"] = round(item["s_per_char"] / english, 2)
-    record = {
+    sizes = installed_sizes()
+    record: dict[str, Any] = {
         "command": "python -m bench.languages", "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "machine": f"{platform.machine()}, {platform.python_version()}", "model_dir": str(args.model_dir),
         "weights": model.manifest.get("weights") if hasattr(model, "manifest") else None, "rows": rows,
-        "g2p_packages": installed_sizes(), "reader_first_use": costs,
+        "g2p_packages": sizes, "g2p_packages_du_mib": round(sum(p["du_mib"] for p in sizes.values()), 1),
+        "reader_first_use": costs,
     }
-    record["g2p_packages_du_mib"] = round(sum(p["du_mib"] for p in record["g2p_packages"].values()), 1)
     args.out.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
     for item in rows:
         print(f"{item['lang']} {item['voice']:<11} sent==kokoro {item['sent_equals_kokoro']!s:<5} "
