@@ -51,8 +51,8 @@ def _languages(raw: str | None) -> tuple[str, ...] | None:
     codes = tuple(dict.fromkeys(code.strip() for code in raw.split(",") if code.strip()))
     unknown = [code for code in codes if code not in LANGUAGES]
     if unknown or not codes:
-        raise ConfigError(f"KOKORO_LANGUAGES: {', '.join(map(repr, unknown))} not Kokoro language codes; "
-                          f"use some of {', '.join(LANGUAGES)}, comma-separated")
+        what = f"{', '.join(map(repr, unknown))} not Kokoro language codes" if unknown else "names no language"
+        raise ConfigError(f"KOKORO_LANGUAGES: {what}; use some of {', '.join(LANGUAGES)}, comma-separated")
     return codes
 
 
