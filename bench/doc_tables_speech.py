@@ -95,3 +95,38 @@ def barge_in(*records: Results) -> list[str]:
     return lines + ["", "`bench/results/barge_in-*.json` (`make bench-barge-in`): medians over rounds, each round "
                     "both servers on one model; the long answer cancelled "
                     f"{records[0]['hold_s']} s after its first audio. {runs}."]
+
+
+#: Which library reads each language (kokoro's own G2P; kokoro_server/languages.py).
+G2P = {"a": "misaki en", "b": "misaki en", "e": "espeak-ng es", "f": "espeak-ng fr-fr", "h": "espeak-ng hi",
+       "i": "espeak-ng it", "j": "misaki ja (fugashi + unidic-lite)", "p": "espeak-ng pt-br",
+       "z": "misaki zh (jieba, pypinyin)"}
+
+
+def _caption(record: Results) -> str:
+    return f"`bench/results/languages.json`: `make bench-languages` of {record['date']}, {record['machine']}."
+
+
+def languages(record: Results) -> list[str]:
+    """Per language: its test voice, whether the model was sent kokoro's own reading, seconds a character."""
+    lines = ["| `lang` | language | G2P | voice tested | model sent kokoro's reading | not the English reading "
+             "| seconds per character (vs English) |", "|---|---|---|---|---|---|---|"]
+    for row in record["rows"]:
+        english = "(is English)" if row["lang"] in ("a", "b") and not row["sent_differs_from_english"] else (
+            "yes" if row["sent_differs_from_english"] else "**no**")
+        lines.append(f"| `{row['lang']}` | {row['language']} | {G2P[row['lang']]} | `{row['voice']}` | "
+                     f"{'yes' if row['sent_equals_kokoro'] else '**no**'} | {english} | "
+                     f"{row['s_per_char']:.3f} ({row['s_per_char_vs_english']:.2f}x) |")
+    return lines + ["", _caption(record)]
+
+
+def language_packages(record: Results) -> list[str]:
+    """What the other languages' G2P adds to the image, and what each reader costs on first use."""
+    lines = ["| package | version | installed (du) |", "|---|---|---|"]
+    lines += [f"| `{name}` | {p['version']} | {num(p['du_mib'], 'MiB')} |"
+              for name, p in record["g2p_packages"].items()]
+    lines += [f"| all | | {num(record['g2p_packages_du_mib'], 'MiB')} |", "",
+              "| `lang` | first use, s | resident memory growth, MiB |", "|---|---|---|"]
+    lines += [f"| `{code}` | {num(c['first_use_s'])} | {num(c['rss_growth_mib'])} |"
+              for code, c in record["reader_first_use"].items()]
+    return lines + ["", _caption(record)]

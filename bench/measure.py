@@ -355,7 +355,7 @@ async def probe_overhead(target: Target, text: str, count: int, *, timestamps: b
     frame, synthesis_ms, and the difference (server overhead: G2P, queue, encoding, framing,
     loopback, word events). A fresh session, because the server counts a session's audio as
     playing in real time: a probe sent while the last one's audio would still play is carried on
-    from it, decoded as one window (windows.WindowPlan.carry), and is not a sentence spoken alone."""
+    from it, decoded as one window (the job sizer's rule 3), and is not a sentence spoken alone."""
     samples: list[dict[str, float]] = []
     for i in range(count):
         ws = await open_ws(target)

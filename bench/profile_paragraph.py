@@ -22,7 +22,7 @@ The agent answer's first eight sentences (bench/throughput.py), medians of ``--r
   KModel pays it; the engine computes those weights once at load (torch_engine.fold_weight_norm);
 * ``decode_by_frames``: one decoder call over the paragraph's first chunk cut to 20, 40, ... frames
   (seconds, alone), and ``decode_cost`` the cost pace.fit_cost fits to them: what a call costs
-  whatever its frames, and per frame (WindowPlan.overhead and pace).
+  whatever its frames, and per frame (sizing.Cost's overhead and pace).
 """
 
 from __future__ import annotations

@@ -134,7 +134,7 @@ def build(raw: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
         **words,
         "engine_first_fragment_ms": spread([p["synthesis_ms"] for p in probes]),
         "engine_rtf": _engine_rtf(probes),
-        # what the server measured at warm-up and sizes windows by (WindowPlan.pace): a first window,
+        # what the server measured at warm-up and sizes windows by (sizing.Cost.pace): a first window,
         # and so the first-audio rows and the 8-session floor, move with it from run to run
         "decoder_pace": _r(raw["ping"].get("decoder_pace"), 3),
         "concurrency": concurrency,

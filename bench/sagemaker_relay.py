@@ -65,7 +65,7 @@ async def _relayed(session: TtsSession, text: str, uid: str) -> tuple[float, flo
 async def measure(target: Target, text: str, *, rounds: int) -> dict[str, Any]:
     """Paired samples (ms): TTFA and overhead, direct and through the stand-in, and what the relay adds.
     Each sample in a session of its own: in one session the server would count the last sample's
-    audio as still playing and carry the next on from it (one window; windows.WindowPlan.carry)."""
+    audio as still playing and carry the next on from it (one window: the job sizer's rule 3)."""
     with tempfile.TemporaryDirectory(prefix="bench-sagemaker-local-") as state:
         standin = StandInProcess(container_url=target.base_url, state_dir=Path(state), cwd=REPO,
                                  access_key_id=ACCESS_KEY_ID, secret_access_key=SECRET_ACCESS_KEY)

@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path("bench/results")
 #: The docs whose generated regions this module owns (relative to the repository root).
 DOCS = ("README.md", "docs/benchmarks.md", "docs/protocol.md", "docs/models.md",
-        "docs/integrations.md", "docs/normalization.md", "docs/throughput.md")
+        "docs/integrations.md", "docs/normalization.md", "docs/throughput.md", "docs/languages.md")
 REGION = re.compile(r"(<!-- generated:([a-z0-9-]+) -->\n)(.*?)(<!-- /generated:\2 -->)", re.DOTALL)
 OPENING = re.compile(r"<!-- generated:([a-z0-9-]+) -->")
 
@@ -61,6 +61,8 @@ TABLES: tuple[Table, ...] = (
     Table(name="speech-content", sources=("speech_content.json",), render=render.speech_content),
     Table(name="frameworks", sources=("frameworks.json",), render=render.frameworks),
     Table(name="normalization", sources=("normalization.json",), render=speech.normalization),
+    Table(name="languages", sources=("languages.json",), render=speech.languages),
+    Table(name="language-packages", sources=("languages.json",), render=speech.language_packages),
     Table(name="engine-vs-loop-torch", sources=("engine_vs_loop-torch.json",), render=speech.engine_vs_loop),
     Table(name="engine-vs-loop-onnx", sources=("engine_vs_loop-onnx.json",), render=speech.engine_vs_loop),
     Table(name="barge-in", sources=("barge_in-onnx.json", "barge_in-torch.json"), render=speech.barge_in),

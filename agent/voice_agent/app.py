@@ -20,6 +20,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
@@ -45,6 +46,14 @@ log = logging.getLogger(__name__)
 MAX_SSE_CONVERSATIONS = 64  # AgentCore gives each session its own microVM; locally, a bound
 VOICES_TIMEOUT_S = 3.0  # asking the TTS server for its voices holds the first `ready` at most this long
 VOICES_RETRY_S = 60.0
+
+
+@dataclass(frozen=True)
+class Voices:
+    """The TTS server's voices and its languages (code -> name): what the page's picker offers."""
+
+    names: tuple[str, ...] = ()
+    languages: dict[str, str] = field(default_factory=dict)
 
 
 class Conversation:
@@ -78,7 +87,7 @@ class VoiceService:
         self.registry = registry
         self._sse: OrderedDict[str, Conversation] = OrderedDict()
         self._lock = threading.Lock()
-        self._voices: tuple[str, ...] | None = None
+        self._voices: Voices | None = None
         self._voices_retry_at = 0.0
 
     def new_conversation(self) -> Conversation:
@@ -105,35 +114,38 @@ class VoiceService:
                 del self._sse[oldest]
             return conversation
 
-    async def voices(self) -> tuple[str, ...]:
-        """The TTS server's voices (its ``configured`` event), for the page's picker: asked once
-        (a failure is asked again after VOICES_RETRY_S), at most VOICES_TIMEOUT_S; () if unknown."""
+    async def voices(self) -> Voices:
+        """The TTS server's voices and languages (its ``configured`` event), for the page's picker:
+        asked once (a failure is asked again after VOICES_RETRY_S), at most VOICES_TIMEOUT_S; empty
+        if unknown."""
         if self.connect_tts is None or (self._voices is None and time.monotonic() < self._voices_retry_at):
-            return self._voices or ()
+            return self._voices or Voices()
         if self._voices is None:
             try:
                 self._voices = await asyncio.wait_for(self._ask_voices(), VOICES_TIMEOUT_S)
             except Exception as exc:  # the page then offers no picker; speech still works
                 log.info("could not list the TTS voices: %s", exc)
                 self._voices_retry_at = time.monotonic() + VOICES_RETRY_S
-        return self._voices or ()
+        return self._voices or Voices()
 
-    async def _ask_voices(self) -> tuple[str, ...]:
+    async def _ask_voices(self) -> Voices:
         assert self.connect_tts is not None
         session = await self.connect_tts()
         try:
             configured = await session.configure()
-            return tuple(configured.voices) if configured is not None else ()
+            if configured is None:
+                return Voices()
+            return Voices(names=tuple(configured.voices), languages=dict(configured.languages))
         finally:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(session.close(), 2.0)
 
-    def ready_event(self, *, voices: tuple[str, ...] = ()) -> Ready:
-        """What the page shows: no secrets, just what answers and who speaks."""
-        config = self.config
+    def ready_event(self, *, voices: Voices | None = None) -> Ready:
+        """What the page shows: no secrets, just what answers and who speaks (and in which languages)."""
+        config, voices = self.config, voices or Voices()
         return Ready(model=config.model, model_id=config.model_id if config.model == "bedrock" else "offline-scripted",
                      offline_reason=config.offline_reason, tts=config.tts_kind, voice=config.voice,
-                     max_prompt_chars=config.max_prompt_chars, voices=voices)
+                     max_prompt_chars=config.max_prompt_chars, voices=voices.names, languages=voices.languages)
 
 
 def tts_connector(config: AgentConfig) -> TtsConnector | None:

@@ -10,7 +10,7 @@ outside a turn) and, inside a turn, ``turn``; the turn stamps both as it emits.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Final
 
 from voicestream.protocol import CHANNELS, NATIVE_SAMPLE_RATE, ProtocolError, ServerEvent, server_event
@@ -57,6 +57,7 @@ class Ready(AgentEvent):
     channels: int = CHANNELS
     max_message_bytes: int = MAX_MESSAGE_BYTES
     voices: tuple[str, ...] = ()
+    languages: dict[str, str] = field(default_factory=dict)  # the TTS server's, code -> name
 
 
 @server_event("start", registry=AGENT_EVENTS)
@@ -66,6 +67,7 @@ class TurnStart(AgentEvent):
 
     mode: Mode
     voice: str | None
+    lang: str | None = None  # None: the voice's own language
     format: str = PCM_FORMAT
     sample_rate: int = NATIVE_SAMPLE_RATE
     channels: int = CHANNELS

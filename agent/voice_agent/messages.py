@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from voicestream.protocol.fields import ProtocolError, check_identifier, load_object, reject_unknown
+from voicestream.protocol.languages import optional_lang
 
 Mode = Literal["bidi", "batch"]
 MODES: Final = ("bidi", "batch")
@@ -29,6 +30,7 @@ class PromptRequest:
     prompt: str
     mode: Mode = "bidi"
     voice: str | None = None
+    lang: str | None = None  # the language the answer is read in (Kokoro's codes); None: the voice's
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +44,7 @@ class InterruptRequest:
 ClientRequest = PromptRequest | InterruptRequest
 
 _FIELDS: Final[dict[str, frozenset[str]]] = {
-    "prompt": frozenset({"type", "prompt", "mode", "voice"}),
+    "prompt": frozenset({"type", "prompt", "mode", "voice", "lang"}),
     "interrupt": frozenset({"type", "heard_ms"}),
 }
 
@@ -69,7 +71,8 @@ def parse_request(payload: object, *, max_prompt_chars: int, allow_interrupt: bo
     if kind == "interrupt":
         return InterruptRequest(heard_ms=_heard_ms(payload.get("heard_ms")))
     return PromptRequest(prompt=_prompt(payload, max_chars=max_prompt_chars), mode=_mode(payload.get("mode", "bidi")),
-                         voice=check_identifier(payload["voice"], name="voice") if "voice" in payload else None)
+                         voice=check_identifier(payload["voice"], name="voice") if "voice" in payload else None,
+                         lang=optional_lang(payload))
 
 
 def _heard_ms(value: object) -> int | None:

@@ -35,12 +35,48 @@ _ANSWERS: tuple[str, ...] = (
     "arrive. A single speech session per turn speaks them in order, without gaps. Press "
     "interrupt at any time and both the writing and the speaking stop.",
 )
-_TOKEN = re.compile(r"\S+\s*|\s+")
+# What the offline model says in Kokoro's other languages, when asked in one (language_of): two
+# sentences each, so the page shows a Japanese voice reading Japanese with no AWS account.
+ANSWERS_BY_LANGUAGE: dict[str, str] = {
+    "e": "Esta es la respuesta del modelo sin conexión. Cada frase se lee en cuanto está completa.",
+    "f": "Voici la réponse du modèle hors ligne. Chaque phrase est lue dès qu'elle est complète.",
+    "h": "यह ऑफ़लाइन मॉडल का जवाब है। हर वाक्य पूरा होते ही बोला जाता है।",
+    "i": "Questa è la risposta del modello offline. Ogni frase viene letta appena è completa.",
+    "j": "オフラインのモデルが日本語でお答えします。文ができるたびに、すぐに読み上げます。",
+    "p": "Esta é a resposta do modelo offline. Cada frase é lida assim que fica completa.",
+    "z": "这是离线模型的中文回答。每写完一句话，就会马上读出来。",
+}
+# Words that tell the Latin-script languages apart (an LLM answers in the user's language; the
+# scripted model guesses it from these, else answers in English).
+_HINTS: dict[str, frozenset[str]] = {
+    "e": frozenset("hola qué cómo dónde cuándo estás gracias usted muy pero hoy favor".split()),
+    "f": frozenset("bonjour merci je vous quoi où pourquoi oui très ça".split()),
+    "i": frozenset("ciao grazie sei sono gli della perché dove buongiorno molto".split()),
+    "p": frozenset("olá obrigado obrigada você não tudo bem onde porque muito".split()),
+}
+_CJK = "\u3000-\u30ff\u3400-\u9fff\uff00-\uffef"
+# A CJK "token" is one to three characters, as LLM deltas carry them; elsewhere a word and its space.
+_TOKEN = re.compile(rf"[{_CJK}]{{1,3}}\s*|[^\s{_CJK}]+\s*|\s+")
 
 
 def tokenize(text: str) -> list[str]:
     """Word-sized tokens, each with its trailing space, the way LLM deltas usually look."""
     return _TOKEN.findall(text)
+
+
+def language_of(prompt: str) -> str:
+    """The Kokoro language code the prompt is written in, as far as its script and a few common
+    words tell: kana -> j, Han -> z, Devanagari -> h, Spanish/French/Italian/Portuguese words, else a."""
+    if re.search("[\u3040-\u30ff]", prompt):
+        return "j"
+    if re.search("[\u4e00-\u9fff]", prompt):
+        return "z"
+    if re.search("[\u0900-\u097f]", prompt):
+        return "h"
+    words = set(re.findall(r"[^\W\d_]+", prompt.lower()))
+    hits = {code: len(words & hints) for code, hints in _HINTS.items()}
+    best = max(hits, key=lambda code: hits[code])
+    return best if hits[best] else "a"
 
 
 def _last_user_text(messages: Messages) -> str:
@@ -79,7 +115,11 @@ class ScriptedModel(Model):
         return dict(self._config)
 
     def answer_for(self, prompt: str) -> str:
-        """The scripted answer for ``prompt``: chosen by its content, so a test can predict it."""
+        """The scripted answer for ``prompt``: in its language (one of Kokoro's), chosen by its
+        content, so a test can predict it."""
+        spoken = ANSWERS_BY_LANGUAGE.get(language_of(prompt))
+        if spoken is not None:
+            return spoken
         answers: tuple[str, ...] = self._config["answers"]
         return answers[sum(prompt.encode("utf-8")) % len(answers)]
 

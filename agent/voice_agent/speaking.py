@@ -122,6 +122,7 @@ class Turn:
         self._connect_tts = connect_tts
         self._registry = registry
         self._voice = request.voice or voice
+        self._lang = request.lang  # None: the voice's own language (the TTS server decides)
         self._queue: asyncio.Queue[TurnItem | None] = asyncio.Queue()
         self._t0 = time.monotonic()
         self._chunker = IncrementalSentenceChunker(early_first_fragment=True)
@@ -212,7 +213,7 @@ class Turn:
     async def _run(self) -> None:
         token = self._registry.start_turn()
         try:
-            self._emit(TurnStart(mode=self.request.mode, voice=self._voice))
+            self._emit(TurnStart(mode=self.request.mode, voice=self._voice, lang=self._lang))
             if self._connect_tts is not None:
                 self._tts_task = asyncio.create_task(self._open_tts())
             writer = asyncio.create_task(self._write())
@@ -298,9 +299,10 @@ class Turn:
         session = await self._connect_tts()
         self._registry.tts_opened()
         self._session = session
-        # Word timestamps for the page's captions and the barge-in's history. A voice is waited for,
-        # so a refusal fails the turn's speech at once; timestamps alone need no answer.
-        await session.configure(voice=self._voice, timestamps=True, wait=self._voice is not None)
+        # Word timestamps for the page's captions and the barge-in's history. A voice or a language is
+        # waited for, so a refusal fails the turn's speech at once; timestamps alone need no answer.
+        await session.configure(voice=self._voice, lang=self._lang, timestamps=True,
+                                wait=self._voice is not None or self._lang is not None)
         return session
 
     async def _speak(self, piece: str) -> None:

@@ -162,6 +162,19 @@ def test_unknown_voice_is_refused_without_retrying(kokoro_server: KokoroServer) 
     run(main())
 
 
+def test_the_language_reaches_the_server(kokoro_server: KokoroServer) -> None:
+    """``lang`` is the session's language: Japanese is spoken, a code Kokoro has not is refused, named."""
+    async def main() -> None:
+        async with KokoroTTS(url=kokoro_server.url, lang="j") as engine:
+            frames = await engine.synthesize("こんにちは。").collect()
+            assert frames.samples_per_channel > 0
+        async with KokoroTTS(url=kokoro_server.url, lang="klingon") as engine:
+            with pytest.raises(APIError, match="lang: 'klingon' is not a Kokoro language"):
+                await engine.synthesize("Hello there.").collect()
+
+    run(main())
+
+
 def test_interrupted_mid_utterance_then_next_answer(kokoro_server: KokoroServer) -> None:
     long_answer = " ".join([ANSWER] * 6)
 

@@ -230,8 +230,8 @@ def test_interrupted_at_the_very_start(kokoro_server: KokoroServer) -> None:
     interrupted_then_next(kokoro_server, KokoroTTSService(url=kokoro_server.url), at_start=True)
 
 
-def test_unknown_voice_is_reported(kokoro_server: KokoroServer) -> None:
-    tts = KokoroTTSService(url=kokoro_server.url, voice="no_such_voice")
+def connection_errors(tts: KokoroTTSService) -> list[str]:
+    """The ``on_connection_error`` reports of ``tts`` run in a pipeline until the first arrives."""
     errors: list[str] = []
 
     @tts.event_handler("on_connection_error")  # type: ignore[untyped-decorator]
@@ -245,7 +245,16 @@ def test_unknown_voice_is_reported(kokoro_server: KokoroServer) -> None:
         assert await wait_until_async(reported, timeout=20, interval=0.05), "no connection error reported"
 
     run(in_pipeline(tts, body))
-    assert "no_such_voice" in errors[0]
+    return errors
+
+
+def test_unknown_voice_is_reported(kokoro_server: KokoroServer) -> None:
+    assert "no_such_voice" in connection_errors(KokoroTTSService(url=kokoro_server.url, voice="no_such_voice"))[0]
+
+
+def test_a_language_kokoro_has_not_is_reported(kokoro_server: KokoroServer) -> None:
+    errors = connection_errors(KokoroTTSService(url=kokoro_server.url, lang="klingon"))
+    assert "lang: 'klingon' is not a Kokoro language" in errors[0]
 
 
 def test_through_sagemaker(sagemaker_local: SageMakerLocal, kokoro_server: KokoroServer,

@@ -25,6 +25,9 @@ def test_defaults_and_overrides(tmp_path) -> None:
     assert settings.first_audio_s == 0.5
     graced = {"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_FIRST_AUDIO_S": "0"}
     assert Settings.from_env(graced).first_audio_s == 0.0  # a first window due at once
+    assert settings.languages is None  # every language whose G2P is installed
+    narrowed = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_LANGUAGES": " j, a,j "})
+    assert narrowed.languages == ("j", "a")
 
 
 @pytest.mark.parametrize(("env", "variable"), [
@@ -38,6 +41,8 @@ def test_defaults_and_overrides(tmp_path) -> None:
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "-0.5"}, "KOKORO_FIRST_AUDIO_S"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "11"}, "KOKORO_FIRST_AUDIO_S"),  # past the slack cap
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "soon"}, "KOKORO_FIRST_AUDIO_S"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_LANGUAGES": "a,en"}, "KOKORO_LANGUAGES"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_LANGUAGES": ","}, "KOKORO_LANGUAGES"),
 ])
 def test_bad_settings_name_the_variable(env: dict[str, str], variable: str) -> None:
     with pytest.raises(ConfigError) as error:

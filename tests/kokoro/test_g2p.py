@@ -31,9 +31,16 @@ def test_long_text_is_cut_within_the_model_window(phonemizer: Phonemizer) -> Non
     assert len(chunks) > 1 and all(0 < len(c) <= 510 for c in chunks)
 
 
-@pytest.mark.parametrize(("voice", "lang"), [("af_heart", "a"), ("bf_emma", "b"), ("jf_alpha", "a"), ("x", "a")])
+@pytest.mark.parametrize(("voice", "lang"), [
+    ("af_heart", "a"), ("bf_emma", "b"), ("jf_alpha", "j"), ("zm_yunxi", "z"), ("ef_dora+af_bella", "e"),
+    ("x", "a"), ("my_voice", "a"),  # a hand-added pack whose name names no language: American English
+])
 def test_language_follows_the_voice_prefix(voice: str, lang: str) -> None:
     assert language_of(voice) == lang
+
+
+def test_an_explicit_language_overrides_the_voice() -> None:
+    assert language_of("jf_alpha", "a") == "a" and language_of("af_heart", "j") == "j"
 
 
 @pytest.mark.parametrize(("phonemes", "jobs"), [

@@ -190,7 +190,8 @@ def _ws_stream(url: str) -> list[dict]:
         events: list[dict] = []
         async with websockets.connect(url, max_size=None, open_timeout=10) as ws:
             for uid, text in UTTERANCES.items():
-                await ws.send(json.dumps({"type": "speak", "id": uid, "text": text, "voice": VOICE}))
+                await ws.send(json.dumps({"type": "speak", "id": uid, "text": text, "voice": VOICE,
+                                          "lang": ra.ENGLISH}))
             last = list(UTTERANCES)[-1]
             while True:
                 frame = await asyncio.wait_for(ws.recv(), 120)
@@ -269,8 +270,8 @@ def test_no_clicks_at_chunk_and_utterance_seams(ws_speech):
 
 
 def test_post_and_websocket_give_the_same_samples(real_server, ws_speech):
-    response = httpx.post(f"{real_server.http}/invocations", json={"text": UTTERANCES["u1"], "voice": VOICE},
-                          timeout=120)
+    body = {"text": UTTERANCES["u1"], "voice": VOICE, "lang": ra.ENGLISH}
+    response = httpx.post(f"{real_server.http}/invocations", json=body, timeout=120)
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("audio/")
     posted = np.frombuffer(response.content, "<i2")

@@ -32,11 +32,12 @@ LONG = ("Routers work best in the open, up high and near the middle of your home
 SHORT = "Start with where the router sits."
 NEXT = "Streaming speech means the first sentence plays while the rest is still being written."
 VOICE = "jf_alpha"
+LANG = ra.ENGLISH  # the texts are English, read so by the Japanese voice
 COST = Cost(pace=0.6)  # the int8 model's decoder on two busy cores: a sentence is several windows
 
 
 def _frames(text: str) -> int:
-    (phonemes,) = ra.phonemizer().phonemize(text, voice=VOICE)
+    (phonemes,) = ra.phonemizer().phonemize(text, voice=VOICE, lang=LANG)
     return ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0).frames
 
 
@@ -56,7 +57,7 @@ async def _session(body: Callable[[Synthesizer, list[float]], Any], *, sizer: Jo
 
 async def _say(synth: Synthesizer, text: str, *, owner: str = "session", after: Speech | None = None
                ) -> tuple[Speech, list[np.ndarray]]:
-    speech = Speech(synth, owner=owner, pieces=[text], voice=VOICE, speed=1.0, after=after)
+    speech = Speech(synth, owner=owner, pieces=[text], voice=VOICE, speed=1.0, after=after, lang=LANG)
     return speech, [c.synthesis.audio async for c in speech]
 
 
@@ -64,7 +65,7 @@ def test_a_sentence_spoken_while_earlier_audio_plays_is_one_window_exactly_as_on
     """Rule 3: the listener still has the long sentence's audio to hear (the clock stands still),
     which covers the next sentence's decoding: one window, the one-shot render. Another session's
     listener, or this one once it has heard everything (the clock a minute on), starts small again."""
-    (phonemes,) = ra.phonemizer().phonemize(NEXT, voice=VOICE)
+    (phonemes,) = ra.phonemizer().phonemize(NEXT, voice=VOICE, lang=LANG)
     style = style_for(ra.model().voices[VOICE], phonemes)
     one_shot = ra.engine().synthesize(phonemes, style, 1.0).audio
     fresh = ra.engine().begin(phonemes, style, 1.0)
@@ -118,7 +119,7 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
             gate = threading.Event()
             held = scheduler.submit("gate", lambda: gate.wait(30))  # both jobs below queue behind it
             await wait_until_async(lambda: asyncio.sleep(0, scheduler.running))
-            speech = aiter(Speech(synth, owner="session", pieces=[LONG], voice=VOICE, speed=1.0))
+            speech = aiter(Speech(synth, owner="session", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG))
             first = asyncio.ensure_future(anext(speech))
             await wait_until_async(lambda: asyncio.sleep(0, scheduler.queued))  # its G2P done, its job queued
             newcomer = scheduler.submit("newcomer", lambda: None) if other_waits else None
@@ -141,7 +142,7 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
 
 def test_the_bench_variant_sizes_each_sentence_as_if_nothing_were_queued() -> None:
     async def body(synth: Synthesizer, now: list[float]) -> list[np.ndarray]:
-        speech = Speech(synth, owner="o", pieces=[LONG, NEXT], voice=VOICE, speed=1.0)
+        speech = Speech(synth, owner="o", pieces=[LONG, NEXT], voice=VOICE, speed=1.0, lang=LANG)
         return [c.synthesis.audio async for c in speech]
 
     ours = asyncio.run(_session(body))

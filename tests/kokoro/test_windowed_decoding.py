@@ -32,11 +32,12 @@ LONG = ("Routers work best in the open, up high and near the middle of your home
 SHORT = "Start with where the router sits."
 NEXT = "Streaming speech means the first sentence plays while the rest is still being written."
 VOICE = "jf_alpha"
+LANG = ra.ENGLISH  # the texts are English, read so by the Japanese voice (real_audio.ENGLISH)
 
 
 @pytest.fixture(scope="module")
 def long_input():
-    phonemes = ra.phonemizer().phonemize(LONG, voice=VOICE)
+    phonemes = ra.phonemizer().phonemize(LONG, voice=VOICE, lang=LANG)
     assert len(phonemes) == 1, "the sentence must be one model chunk"
     pack = ra.model().voices[VOICE]
     return phonemes[0], pack, style_for(pack, phonemes[0])
@@ -105,7 +106,7 @@ def test_windowed_differs_from_one_shot_about_as_much_as_the_model_varies_itself
 
 
 def test_a_short_sentence_windowed_is_within_the_models_own_variation() -> None:
-    (phonemes,) = ra.phonemizer().phonemize("Start with where the router sits.", voice=VOICE)
+    (phonemes,) = ra.phonemizer().phonemize("Start with where the router sits.", voice=VOICE, lang=LANG)
     pack = ra.model().voices[VOICE]
     one_shot = ra.engine().synthesize(phonemes, style_for(pack, phonemes), 1.0).audio
     own, distance = _own_variation_and_windowed(phonemes, pack, one_shot)
@@ -129,7 +130,7 @@ def test_cancel_between_windows_decodes_no_more_windows() -> None:
         await scheduler.start()
         synth = _synth(scheduler, counted)
         counted.decoded = 0
-        speech = Speech(synth, owner="listener", pieces=[LONG], voice=VOICE, speed=1.0)
+        speech = Speech(synth, owner="listener", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG)
         got = 0
         async for _ in speech:
             got += 1
@@ -162,7 +163,8 @@ def test_a_speech_yields_every_window_in_order() -> None:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
         synth = _synth(scheduler, counted)
-        chunks = [c.synthesis.audio async for c in Speech(synth, owner="o", pieces=pieces, voice=VOICE, speed=1.0)]
+        chunks = [c.synthesis.audio async for c in Speech(synth, owner="o", pieces=pieces, voice=VOICE, speed=1.0,
+                                                                   lang=LANG)]
         await scheduler.stop()
         synth.close()
         return chunks
@@ -259,7 +261,7 @@ def test_a_listener_near_silence_gets_its_next_window_before_a_session_seconds_a
                 scheduler.submit("ahead", lambda: order.append("ahead") or 0.5, audio_s=float, then=busy)
 
         busy()
-        windows = [c async for c in Speech(synth, owner="listener", pieces=[LONG], voice=VOICE, speed=1.0)]
+        windows = [c async for c in Speech(synth, owner="listener", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG)]
         speaking = False
         await scheduler.stop()
         synth.close()

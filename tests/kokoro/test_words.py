@@ -41,7 +41,8 @@ def speak_words(model: ModelDir, engine, text: str, voice: str) -> tuple[list[Wo
         await scheduler.start()
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, vocab=model.vocab)
         try:
-            speech = Speech(synth, owner=object(), pieces=iter_sentences(text), text=text, voice=voice, speed=1.0)
+            speech = Speech(synth, owner=object(), pieces=iter_sentences(text), text=text, voice=voice, speed=1.0,
+                            lang=ra.ENGLISH)  # the texts are English, whatever the voice
             chunks = [c async for c in speech]
         finally:
             await scheduler.stop()

@@ -194,6 +194,22 @@ def test_server_errors_are_typed_with_the_servers_message(kokoro_server: KokoroS
     run(body())
 
 
+def test_the_language_goes_through_configure_and_speak(kokoro_server: KokoroServer) -> None:
+    """``lang`` (Kokoro's codes) reaches the server from both calls; a code it is not is refused, named."""
+    async def body() -> None:
+        async with await connect_local(kokoro_server.url, receive_timeout=60) as session:
+            configured = await session.configure(lang="j")
+            assert configured is not None and configured.lang == "j" and configured.languages["e"] == "Spanish"
+            check_turn(await collect(session.speak_stream(["こんにちは。"])), ["こんにちは。"])
+            check_turn(await collect(session.speak_stream(["¡Hola!"], lang="e")), ["¡Hola!"])
+            with pytest.raises(TtsServerError) as bad:
+                async for _ in session.speak_stream(["Hello."], lang="english"):
+                    pass
+            assert bad.value.field == "lang" and "a (American English)" in bad.value.message
+
+    run(body())
+
+
 def test_errors_as_events_when_asked(kokoro_server: KokoroServer) -> None:
     async def body() -> list[TtsEvent]:
         async with await connect_local(kokoro_server.url, receive_timeout=30, raise_errors=False) as session:

@@ -28,6 +28,7 @@ const stats = {
   errors: [],
   events: [],           // event types of the current turn, in order
   voices: [],           // from the ready event: what the voice picker offers
+  languages: {},        // from the ready event: the TTS server's languages, code -> name
   words: 0,             // words received this turn
   highlights: [],       // indices of the words highlighted, in the order they lit up
 };
@@ -130,17 +131,20 @@ function resetWords() {
   $("caption").textContent = "";
 }
 
-// Kokoro voice names start with their language and gender: af_heart is American English, female.
-const VOICE_GROUPS = {
-  a: "American English", b: "British English",
-  j: "Japanese (reads English with an accent)",
-};
-
-function voiceGroup(name) {
-  return VOICE_GROUPS[name[0]] && name[2] === "_" ? VOICE_GROUPS[name[0]] : "Other";
+// Kokoro voice names start with their language and gender: af_heart is American English, female,
+// jf_alpha Japanese. The names of the languages come from the TTS server (ready.languages); a voice
+// is read in its own language, and the prompt carries it as `lang` (voicestream.protocol.languages).
+function voiceLanguage(name) {
+  return name.length > 2 && name[2] === "_" && stats.languages[name[0]] ? name[0] : null;
 }
 
-function showVoices(voices, chosen) {
+function voiceGroup(name) {
+  const code = voiceLanguage(name);
+  return code ? stats.languages[code] : "Other";
+}
+
+function showVoices(voices, chosen, languages) {
+  stats.languages = languages || {};
   stats.voices = voices || [];
   const picker = $("voice");
   picker.textContent = "";
@@ -158,7 +162,8 @@ function showVoices(voices, chosen) {
       picker.appendChild(group);
     }
     const option = document.createElement("option");
-    option.value = option.textContent = name;
+    option.value = name;
+    option.textContent = voiceLanguage(name) ? `${name} · ${voiceGroup(name)}` : name;
     option.selected = name === chosen;
     groups.get(label).appendChild(option);
   }
@@ -197,7 +202,7 @@ function onEvent(event) {
       stats.offline = event.model === "offline";
       stats.state = "idle";
       $("status").textContent = `connected · model: ${event.model_id} · speech: ${event.tts}`;
-      showVoices(event.voices, event.voice);
+      showVoices(event.voices, event.voice, event.languages);
       if (stats.offline) {
         $("offline").style.display = "block";
         $("offline").textContent = `Offline mode: a scripted model answers (${event.offline_reason}). ` +
@@ -297,7 +302,11 @@ $("ask").addEventListener("submit", (e) => {
   $("errors").textContent = "";
   sentAt = performance.now();
   const request = { prompt, mode: $("mode").value };
-  if (!$("voice").disabled && $("voice").value) request.voice = $("voice").value;
+  if (!$("voice").disabled && $("voice").value) {
+    request.voice = $("voice").value;
+    const lang = voiceLanguage(request.voice);
+    if (lang) request.lang = lang;  // the answer is read in the voice's language
+  }
   ws.send(JSON.stringify(request));
 });
 

@@ -88,7 +88,8 @@ def load(settings: Settings, strategies: Strategies = Strategies()) -> Callable[
 
     def factory(scheduler: Scheduler) -> Synthesizer:
         synth = synthesizer(engine=engine, voices=model.voices, scheduler=scheduler,
-                            default_voice=settings.default_voice, vocab=model.vocab, sizer=strategies.sizer)
+                            default_voice=settings.default_voice, vocab=model.vocab, sizer=strategies.sizer,
+                            languages=settings.languages)
         if settings.warmup:
             began = time.perf_counter()
             synth.warm_up()

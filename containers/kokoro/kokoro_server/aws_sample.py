@@ -28,6 +28,7 @@ import struct
 import time
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 from starlette.requests import Request
@@ -64,10 +65,10 @@ async def respond_sample(request: Request, synth: Synthesizer, payload: dict[str
             aws.check_fresh(sample.request_timestamp, now=time.time(),
                             max_age_s=request.app.state.settings.max_request_age_s)
         voice = synth.resolve_voice(sample.request.voice)
-        check_audio(sample.request)
+        req = replace(sample.request, lang=synth.resolve_language(voice, sample.request.lang))
+        check_audio(req)
     except ProtocolError as exc:
         return error_response(exc, STALE_STATUS if exc.code == "request_stale" else 400)
-    req = sample.request
     request_id = sample.request_id or request.headers.get("x-amzn-requestid") or uuid.uuid4().hex
     headers = {"X-Request-Id": request_id, "X-Audio-Format": req.format, "X-Audio-Sample-Rate": str(req.sample_rate)}
     try:  # the response starts once there is audio: a synthesis failing before it is a 500

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from voicestream.protocol import MAX_TEXT_CHARS, aws
+from voicestream.protocol import LANGUAGES, MAX_TEXT_CHARS, aws
 
 from .scheduler import DEFAULT_FIRST_AUDIO_S, DEFAULT_MAX_SLACK_S
 
@@ -43,6 +43,17 @@ def _pace(raw: str | None) -> float | None:
     if not 0 <= value < float("inf"):
         raise ConfigError(f"KOKORO_DECODER_PACE: must be 0 or more (0: no limit), got {raw!r}")
     return value
+
+
+def _languages(raw: str | None) -> tuple[str, ...] | None:
+    if not raw or not raw.strip():
+        return None
+    codes = tuple(dict.fromkeys(code.strip() for code in raw.split(",") if code.strip()))
+    unknown = [code for code in codes if code not in LANGUAGES]
+    if unknown or not codes:
+        what = f"{', '.join(map(repr, unknown))} not Kokoro language codes" if unknown else "names no language"
+        raise ConfigError(f"KOKORO_LANGUAGES: {what}; use some of {', '.join(LANGUAGES)}, comma-separated")
+    return codes
 
 
 def _seconds(env: dict[str, str], name: str, default: float, *, most: float | None = None) -> float:
@@ -99,6 +110,8 @@ class Settings:
     drain_s: float = DEFAULT_DRAIN_S
     """SIGTERM: how long utterances in flight may take to finish (then 1001 closes their sessions)."""
     warmup: bool = True
+    languages: tuple[str, ...] | None = None
+    """KOKORO_LANGUAGES (``a,b,j``): the languages served, of those whose G2P is installed; None: all."""
     first_audio_s: float = DEFAULT_FIRST_AUDIO_S
     """Deadline scheduling: a new session's first window is due this long after it is asked for, so
     a listener that would run dry sooner goes first (scheduler.DEFAULT_FIRST_AUDIO_S)."""
@@ -143,4 +156,5 @@ class Settings:
             max_request_age_s=_seconds(env, "KOKORO_MAX_REQUEST_AGE_S", DEFAULT_MAX_REQUEST_AGE_S),
             drain_s=_seconds(env, "KOKORO_DRAIN_S", DEFAULT_DRAIN_S, most=MAX_DRAIN_S),
             warmup=env.get("KOKORO_WARMUP", "1") not in ("0", "false", "no"),
+            languages=_languages(env.get("KOKORO_LANGUAGES")),
         )

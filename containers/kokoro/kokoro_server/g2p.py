@@ -1,11 +1,14 @@
-"""Text to phonemes with misaki, through kokoro's own pipeline so chunking matches the model.
+"""Text to phonemes with kokoro's own pipeline (``KPipeline(model=False)``), one per language.
 
-kokoro's ``KPipeline(model=False)`` runs only G2P: misaki's English lexicon and spaCy tagger,
-espeak-ng for words it does not know, and ``en_tokenize``'s split of long text into pieces of at
-most 510 phonemes at punctuation. Both engines share it, so they hear the same phonemes.
+For English, misaki's lexicon and spaCy tagger, espeak-ng for words it does not know, and
+``en_tokenize``'s split of long text into pieces of at most 510 phonemes at punctuation. The
+other languages (languages.py says which library reads each) go through g2p_other.py, which
+cuts their text so nothing is truncated and finds their words. Both engines share one
+Phonemizer, so they hear the same phonemes.
 
 Text normalization (the ``normalize`` package: what an LLM writes, as a person reads it) runs
-first, and :func:`sourced` points the words it wrote back at the text they stand for. Guards
+first (all its rules for English; markdown's and grouped numbers' elsewhere), and :func:`sourced`
+points the words it wrote back at the text they stand for. Guards
 then stand between the text and misaki, all in :func:`readable`, which only adds spaces:
 :func:`read_long_numbers` (misaki reads a number by name through num2words, which raises from about
 307 digits) and :func:`split_long_runs` (misaki's time on a run of characters without a space is
@@ -26,17 +29,16 @@ from dataclasses import dataclass, field, replace
 from kokoro import KPipeline
 from misaki.en import subtokenize
 
+from voicestream.protocol import voice_language
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 
+from . import g2p_other
 from .engines.base import MAX_PHONEMES
+from .languages import READERS, english_rules
 from .normalize import Normalized, normalize
 from .words import ChunkWord, chunk_words
 
 REPO_ID = "hexgrad/Kokoro-82M"
-# Kokoro voice names start with their language: a = American English, b = British English.
-# Other languages need misaki extras this image does not carry; they are read as American English
-# (the packaged Japanese voices, for one, speak English text that way).
-_LANGS = ("a", "b")
 # JSON may carry lone UTF-16 surrogates ("\ud800"); spaCy cannot encode them and would fail the
 # whole text. Each becomes U+FFFD (one character for one, so word offsets still hold).
 _SURROGATES = re.compile("[\ud800-\udfff]")
@@ -122,10 +124,13 @@ def split_long_runs(text: str) -> str:
     return _RUNS.sub(_split_run, text)
 
 
-def readable(text: str) -> str:
-    """What misaki is given for ``text``: lone surrogates replaced, spaces added where its time or
-    its number reading would fail (each word it sees is still in ``text``, so offsets hold)."""
-    return split_long_runs(read_long_numbers(_SURROGATES.sub("\ufffd", text)))
+def readable(text: str, *, english: bool = True) -> str:
+    """What G2P is given for ``text``: lone surrogates replaced, spaces added where its time or
+    its number reading would fail (each word it sees is still in ``text``, so offsets hold). Runs
+    are split for misaki's English reader only: a space inside a Japanese or Chinese sentence
+    would change how it is read, and their readers are not cubic in a run's length."""
+    text = read_long_numbers(_SURROGATES.sub("\ufffd", text))
+    return split_long_runs(text) if english else text
 
 
 class Sourcer:
@@ -211,8 +216,9 @@ def sentence_jobs(phonemes: str) -> list[str]:
     return [phonemes[start:end] for start, end in sentence_spans(phonemes)]
 
 
-def language_of(voice: str) -> str:
-    return voice[0] if voice[:1] in _LANGS else "a"
+def language_of(voice: str, lang: str | None = None) -> str:
+    """The language ``voice`` reads in: ``lang`` when given, else the one its name starts with."""
+    return lang if lang is not None else voice_language(voice)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,35 +254,47 @@ class Phonemizer:
             self._pipelines[lang] = pipeline
         return pipeline
 
-    def phonemize(self, text: str, *, voice: str) -> list[str]:
+    def phonemize(self, text: str, *, voice: str, lang: str | None = None) -> list[str]:
         """Phoneme chunks for ``text``, each 1..510 long; empty when nothing is speakable."""
-        return [chunk.phonemes for chunk in self.chunks(text, voice=voice)]
+        return [chunk.phonemes for chunk in self.chunks(text, voice=voice, lang=lang)]
 
     def chunks(
-        self, text: str, *, voice: str, notes: G2PNotes | None = None, options: Normalization = NORMALIZE_ALL,
+        self, text: str, *, voice: str, lang: str | None = None, notes: G2PNotes | None = None,
+        options: Normalization = NORMALIZE_ALL,
     ) -> list[PhonemeChunk]:
         """Like :meth:`phonemize`, with each chunk's words and their places in its phonemes.
-        ``notes``: where the libraries' warnings go (to log once for many calls); without it they
-        are logged as one line for this call. ``options``: which normalization rules apply."""
-        normalized = normalize(text, options)
+        ``lang``: the language to read in (None: the voice's; the routes have checked it is served:
+        languages.resolve_language). ``notes``: where the libraries' warnings go (to log once for
+        many calls); without it they are logged as one line for this call. ``options``: which
+        normalization rules apply (of those the language has: normalize.normalize)."""
+        code = language_of(voice, lang)
+        normalized = normalize(text, options, lang=code)
         sourcer = Sourcer(normalized)
-        text = readable(normalized.text)
+        text = readable(normalized.text, english=english_rules(code))
         messages: list[str] = []
         with self._lock:  # spaCy and misaki keep per-call state
             _capture.messages = messages
             try:
-                pipeline = self._pipeline(language_of(voice))
-                return [
-                    sourced(PhonemeChunk(
-                        phonemes=result.phonemes[:MAX_PHONEMES],
-                        words=chunk_words(result.tokens or (), result.phonemes[:MAX_PHONEMES]),
-                    ), sourcer)
-                    for result in pipeline(text, voice=None, split_pattern=None)
-                    if result.phonemes
-                ]
+                pipeline = self._pipeline(code)
+                return [sourced(chunk, sourcer) for chunk in self._read(pipeline, code, text)]
             finally:
                 _capture.messages = None
                 if notes is None:
                     G2PNotes(messages).log()
                 else:
                     notes.messages.extend(messages)
+
+    @staticmethod
+    def _read(pipeline: KPipeline, code: str, text: str) -> list[PhonemeChunk]:
+        if english_rules(code):  # misaki's English: tokens, so words come from them
+            return [
+                PhonemeChunk(phonemes=result.phonemes[:MAX_PHONEMES],
+                             words=chunk_words(result.tokens or (), result.phonemes[:MAX_PHONEMES]))
+                for result in pipeline(text, voice=None, split_pattern=None)
+                if result.phonemes
+            ]
+        spaces = READERS[code].spaces
+        return [
+            PhonemeChunk(phonemes=phonemes, words=g2p_other.piece_words(piece, phonemes, spaces=spaces))
+            for piece, phonemes in g2p_other.fitted(text, lambda piece: str(pipeline.g2p(piece)[0]))
+        ]

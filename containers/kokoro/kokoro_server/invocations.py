@@ -20,7 +20,7 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from starlette.requests import Request
@@ -95,6 +95,7 @@ async def native(request: Request, synth: Synthesizer, body: bytes) -> Response:
     try:
         req = parse_request(body)
         voice = synth.resolve_voice(req.voice)
+        req = replace(req, lang=synth.resolve_language(voice, req.lang))
         check_audio(req)
     except ProtocolError as exc:
         return error_response(exc)
@@ -131,7 +132,7 @@ async def encoded_audio(
     owner = object()
     encoder = StreamEncoder(fmt=req.format, sample_rate=req.sample_rate)
     speech = Speech(synth, owner=owner, pieces=iter_sentences(req.text), voice=voice, speed=req.speed, text=req.text,
-                          normalize=req.normalize)
+                    normalize=req.normalize, lang=req.lang)
     finished = False
     clock = UtteranceClock(route="http", fmt=req.format)
     try:

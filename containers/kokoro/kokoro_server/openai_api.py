@@ -19,6 +19,8 @@ Translations, each documented in docs/protocol.md#openai-compatible-speech-api:
 * ``speed``: OpenAI's range, 0.25-4.0, passed to the model as it is (the native routes keep
   0.5-2.0: how Kokoro sounds beyond that is in docs/protocol.md#openai-compatible-speech-api).
 * ``pcm`` is 24 kHz s16le mono, as OpenAI's; every format is at 24 kHz.
+* ``lang_code`` (Kokoro-FastAPI's field, not OpenAI's): kokoro's one-letter language code, which
+  overrides the voice's own language; one this server cannot read is refused naming ``lang_code``.
 
 Kokoro-FastAPI's extra fields (:data:`KOKORO_FASTAPI_FIELDS`), which its users' clients send, mean
 what they mean there: ``stream`` (default true; false answers with the whole file at once, its
@@ -50,11 +52,13 @@ from voicestream.protocol import (
     check_speed,
     check_text,
 )
+from voicestream.protocol.languages import optional_lang
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization, check_normalization
 from voicestream.protocol.sse import sse_frame
 
 from .audio import CONTENT_TYPES, sized_file
 from .invocations import MAX_BODY_BYTES, Encoded, encoded_audio, failure_message, opened, read_body
+from .languages import names
 from .synth import Synthesizer
 
 log = logging.getLogger(__name__)
@@ -68,6 +72,7 @@ OPENAI_VOICES = (
 OPENAI_ALIASES = {"alloy": "af_alloy", "echo": "am_echo", "fable": "bm_fable", "nova": "af_nova", "onyx": "am_onyx"}
 OPENAI_FIELDS = frozenset({
     "model", "input", "voice", "instructions", "response_format", "speed", "stream_format", "normalize",
+    "lang_code",
 })
 KOKORO_FASTAPI_FIELDS = frozenset({
     "stream", "volume_multiplier", "normalization_options", "return_download_link", "download_format",
@@ -117,6 +122,7 @@ class SpeechRequest:
     stream: bool = True  # Kokoro-FastAPI's: false sends the whole file at once
     volume: float = 1.0  # Kokoro-FastAPI's volume_multiplier
     ignored: tuple[str, ...] = ()  # fields accepted that change nothing here (X-Kokoro-Ignored-Fields)
+    lang_code: str | None = None  # Kokoro-FastAPI's: the G2P language (None: the voice's)
 
 
 def _choice(payload: dict[str, Any], name: str, allowed: tuple[str, ...], default: str) -> str:
@@ -143,6 +149,7 @@ def parse_speech(payload: dict[str, Any]) -> SpeechRequest:
         text = check_text(payload["input"], name="input")
         speed = check_speed(payload.get("speed", 1.0), low=OPENAI_SPEED_MIN, high=OPENAI_SPEED_MAX)
         normalize = check_normalization(payload.get("normalize", True))
+        lang_code = optional_lang(payload, "lang_code")
     except ProtocolError as exc:
         raise OpenAIError.from_protocol(exc) from None
     instructions = payload.get("instructions")
@@ -163,7 +170,7 @@ def parse_speech(payload: dict[str, Any]) -> SpeechRequest:
         response_format=_choice(payload, "response_format", FORMATS, "mp3"), speed=speed,
         stream_format=stream_format, instructions=instructions,
         normalize=_with_kfa_options(normalize, payload.get("normalization_options")), stream=stream,
-        volume=_volume(payload.get("volume_multiplier")), ignored=tuple(ignored),
+        volume=_volume(payload.get("volume_multiplier")), ignored=tuple(ignored), lang_code=lang_code,
     )
 
 
@@ -246,10 +253,13 @@ async def respond(synth: Synthesizer, payload: dict[str, Any]) -> Response:
     try:
         req = parse_speech(payload)
         voice = _resolve_voice(synth, req.voice)
+        lang = synth.resolve_language(voice, req.lang_code, field="lang_code")
     except OpenAIError as exc:
         return exc.response()
+    except ProtocolError as exc:
+        return OpenAIError.from_protocol(exc).response()
     native = SynthesisRequest(text=req.input, voice=voice, speed=req.speed, format=req.response_format,  # type: ignore[arg-type]
-                              sample_rate=NATIVE_SAMPLE_RATE, normalize=req.normalize)
+                              sample_rate=NATIVE_SAMPLE_RATE, normalize=req.normalize, lang=lang)
     headers = {"X-Kokoro-Voice": voice, "X-Audio-Sample-Rate": str(NATIVE_SAMPLE_RATE)}
     if req.ignored:
         headers["X-Kokoro-Ignored-Fields"] = ", ".join(req.ignored)
@@ -298,6 +308,7 @@ async def voices(request: Request) -> JSONResponse:
     return JSONResponse({
         "voices": synth.voice_book.names,
         "default": synth.default_voice,
+        "languages": names(synth.languages),
         "blends": {"accepted": True, "syntax": synth.voice_book.blend_syntax},
         "openai_aliases": {"voices": list(OPENAI_VOICES), "speak_as": synth.default_voice, "as": {
             name: alias for name, alias in OPENAI_ALIASES.items() if alias in synth.voice_book}},

@@ -21,11 +21,12 @@ from .model_dir import style_for
 from .sizing import Cost
 
 WARM_UP_TEXT = "Hello, world."
+WARM_UP_LANG = "a"  # read as English whatever the voice's language: the pace is measured on the same phonemes
 
 
 def warm_up_pace(engine: Engine, phonemizer: Phonemizer, *, voice: str, pack: np.ndarray, runs: int = 3) -> float:
     """``decoder_pace`` on the warm-up sentence: the pace a server measures at warm-up."""
-    chunk = phonemizer.phonemize(WARM_UP_TEXT, voice=voice)[0]
+    chunk = phonemizer.phonemize(WARM_UP_TEXT, voice=voice, lang=WARM_UP_LANG)[0]
     return decoder_pace(engine, chunk, style_for(pack, chunk), runs=runs)
 
 

@@ -42,6 +42,7 @@ from voicestream.protocol import (
 )
 
 from .config import Settings
+from .languages import names
 from .outbox import OUTBOX_FRAMES, STALLED, Outbox
 from .reader import CLOSE, DISCONNECT, IDLE, Reader
 from .speaker import Speaker
@@ -158,7 +159,7 @@ class Session:
                 check_audio_format(self._settings.format, sample_rate)
             turns.count_text(message.text)
             turns.enqueue(message.text, gen=gen, settings=self._settings, utterance_id=message.id,
-                          voice=message.voice, speed=message.speed, sample_rate=sample_rate)
+                          voice=message.voice, speed=message.speed, sample_rate=sample_rate, lang=message.lang)
         elif isinstance(message, Delta):
             turns.count_text(message.text)
             for sentence in turns.cut(message.text):
@@ -178,6 +179,8 @@ class Session:
 
     async def _configure(self, message: Configure) -> None:
         voice = self._synth.resolve_voice(message.voice) if message.voice else self._settings.voice
+        lang = message.lang if message.lang is not None else self._settings.lang
+        self._synth.resolve_language(voice, lang)  # refused now, naming the field, if it cannot be read
         fmt, rate = check_audio_format(
             message.format or self._settings.format, message.sample_rate or self._settings.sample_rate
         )
@@ -186,11 +189,13 @@ class Session:
             speed=message.speed if message.speed is not None else self._settings.speed,
             timestamps=message.timestamps if message.timestamps is not None else self._settings.timestamps,
             normalize=message.normalize if message.normalize is not None else self._settings.normalize,
+            lang=lang,
         )
         limits = self._limits
         await self._control(Configured(
             **self._settings.to_json(),
             voices=tuple(sorted(self._synth.voices)),
+            languages=names(self._synth.languages),
             limits={
                 "max_text_chars": limits.max_text_chars,
                 "max_turn_chars": limits.max_turn_chars,

@@ -60,6 +60,7 @@ class Speech:
     def __init__(
         self, synth: Synthesizer, *, owner: Hashable, pieces: Iterable[str], voice: str, speed: float,
         after: "Speech | None" = None, text: str | None = None, normalize: Normalization = NORMALIZE_ALL,
+        lang: str | None = None,
     ) -> None:
         self._synth = synth
         self._owner = owner
@@ -67,6 +68,7 @@ class Speech:
         self._text = text
         self._normalize = normalize  # which normalization rules G2P applies (protocol: normalize)
         self._voice = voice
+        self._lang = lang  # the G2P language (None: the voice's)
         self._speed = speed
         self._chunks: asyncio.Queue[Job | None] = asyncio.Queue(LOOKAHEAD)
         self._held: list[Job | None] = []  # taken from _chunks and not joined: the next job's start
@@ -91,7 +93,7 @@ class Speech:
             aligner = TextAligner(self._text)  # word offsets point into the text as the client sent it
             for piece in self._pieces:
                 aligner.extend(piece)
-                for chunk in await self._synth.phonemize(piece, voice=self._voice, notes=notes,
+                for chunk in await self._synth.phonemize(piece, voice=self._voice, lang=self._lang, notes=notes,
                                                            normalize=self._normalize):
                     for job in chunk_jobs(chunk):
                         await self._chunks.put(Job(job.phonemes, aligner.place(job.words)))

@@ -29,8 +29,9 @@ from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 from .engines import Decoding, Engine, Synthesis
 from .engines.halt import Halt
 from .g2p import G2PNotes, PhonemeChunk, Phonemizer
+from .languages import READERS, resolve_language, served_languages
 from .model_dir import style_for
-from .pace import WARM_UP_TEXT, PaceMeter, warm_up_pace
+from .pace import WARM_UP_LANG, WARM_UP_TEXT, PaceMeter, warm_up_pace
 from .scheduler import Scheduler
 from .sizing import Cost, JobSizer, Situation, Sizer, profile_for
 from .voices import VoiceBook
@@ -76,9 +77,11 @@ class Synthesizer:
     def __init__(
         self, *, engine: Engine, voices: dict[str, np.ndarray], scheduler: Scheduler,
         default_voice: str | None = None, vocab: Mapping[str, int] | None = None, sizer: JobSizer | None = None,
+        languages: tuple[str, ...] | None = None,
     ) -> None:
         """``sizer``: how many frames each job decodes (sizing.py; the engine's device picks the
-        profile); a benchmark passes another to compare (bench/variants.py)."""
+        profile); a benchmark passes another to compare (bench/variants.py). ``languages``: those to
+        serve, of the ones whose G2P is installed (None: all of them; KOKORO_LANGUAGES)."""
         self.engine = engine
         self.pace = PaceMeter()
         self.sizer: JobSizer = sizer or Sizer(profile_for(engine.device))
@@ -87,6 +90,7 @@ class Synthesizer:
         self.vocab = vocab  # the model's phoneme ids: symbols outside it have no duration
         self.scheduler = scheduler
         self.phonemizer = Phonemizer()
+        self.languages = tuple(code for code in served_languages() if languages is None or code in languages)
         self.default_voice = default_voice if default_voice in voices else _pick_default(voices)
         # G2P runs in its own thread, beside the model's, so one overlaps the other.
         self._g2p = ThreadPoolExecutor(1, thread_name_prefix="kokoro-g2p")
@@ -98,12 +102,18 @@ class Synthesizer:
             return self.default_voice
         return self.voice_book.resolve(voice, field=field)
 
+    def resolve_language(self, voice: str, lang: str | None, *, field: str = "lang", voice_field: str = "voice") -> str:
+        """The language ``voice`` reads in (``lang`` when given); ProtocolError ``unsupported_language``
+        naming ``field`` (``voice_field`` when the voice chose it) for one this server cannot read."""
+        return resolve_language(voice, lang, served=self.languages, field=field, voice_field=voice_field)
+
     async def phonemize(
-        self, text: str, *, voice: str, notes: G2PNotes | None = None, normalize: Normalization = NORMALIZE_ALL,
+        self, text: str, *, voice: str, lang: str | None = None, notes: G2PNotes | None = None,
+        normalize: Normalization = NORMALIZE_ALL,
     ) -> list[PhonemeChunk]:
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
-            self._g2p, lambda: self.phonemizer.chunks(text, voice=voice, notes=notes, options=normalize))
+            self._g2p, lambda: self.phonemizer.chunks(text, voice=voice, lang=lang, notes=notes, options=normalize))
 
     @property
     def cost(self) -> Cost:
@@ -185,8 +195,11 @@ class Synthesizer:
         return future
 
     def warm_up(self) -> None:
-        """Run G2P and one synthesis now, so the first request pays neither."""
-        phonemes = self.phonemizer.phonemize(WARM_UP_TEXT, voice=self.default_voice)
+        """Run G2P (every served language's reader: each loads its dictionary on first use) and one
+        synthesis now, so the first request pays neither."""
+        for code in self.languages:
+            self.phonemizer.phonemize(READERS[code].greeting, voice=self.default_voice, lang=code)
+        phonemes = self.phonemizer.phonemize(WARM_UP_TEXT, voice=self.default_voice, lang=WARM_UP_LANG)
         for chunk in phonemes:
             self.engine.synthesize(chunk, style_for(self.voice_book.pack(self.default_voice), chunk), 1.0)
 

@@ -80,11 +80,14 @@ class Turns:
     def enqueue(
         self, text: str, *, gen: int, settings: SessionSettings, utterance_id: str | None = None,
         voice: str | None = None, speed: float | None = None, sample_rate: int | None = None,
+        lang: str | None = None,
     ) -> Utterance:
         if len(text) > self._limits.max_text_chars:
             raise ProtocolError("text_too_long", f"text: over the limit of {self._limits.max_text_chars} characters",
                                 field="text")
         chosen_voice = self._synth.resolve_voice(voice) if voice else settings.voice
+        # The utterance's language, the session's, or the voice's own: refused if not served.
+        chosen_lang = self._synth.resolve_language(chosen_voice, lang if lang is not None else settings.lang)
         stats = self.stats.setdefault(self.number, TurnStats())
         uid = utterance_id or f"{self.number}.{stats.queued + 1}"
         if uid in self.open:
@@ -97,7 +100,7 @@ class Turns:
         speech = Speech(self._synth, 
             owner=self._owner, pieces=[text], voice=chosen_voice,
             speed=speed if speed is not None else settings.speed, after=self._last_speech,
-            normalize=settings.normalize,
+            normalize=settings.normalize, lang=chosen_lang,
         )
         self._last_speech = speech
         utterance = Utterance(id=uid, turn=self.number, text=text, gen=gen, speech=speech, sample_rate=sample_rate)

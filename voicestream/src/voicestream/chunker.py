@@ -18,6 +18,8 @@ boundary (or on ``flush``), never later:
   pauses at the period); a false split costs a broken phrase, so doubt favours gluing.
 * CJK and other scripts' terminators (。！？．, Devanagari ।, Arabic ؟...) need no space
   after them; we wait for the next character only to keep closing quotes/brackets with them.
+  Spanish opens with ¿ ¡ (the sentence before still ends at its own mark); French spaces its
+  ? ! : ; and closing » ("Bonjour ! » dit-il" is one piece: a closer after a space still closes).
 * Every newline ends a piece: LLM output uses line breaks on purpose (list items, headings,
   table rows, paragraphs), so each bullet is a piece even without a terminator.
 * Markdown still open may hold text back, boundedly: an unclosed link for at most
@@ -54,6 +56,9 @@ _MAX_OPENER_LEN = 12
 _TERMINATORS = ".!?…‽‼⁇⁈⁉"
 _CJK_TERMINATORS = "。！？．｡︒﹒﹖﹗।॥؟۔።፧፨။།។៕։"
 _CLOSERS = "\"'”’»›)]}」』）】〕〗〙〛》〉＂＇］｝*_"
+# Closers that never open anything: after a space they still close the sentence before them
+# (French typography spaces them: "« Oui ! »"); a straight quote after a space opens the next one.
+_SPACED_CLOSERS = "”’»›)]}」』）】"
 # Stripped from the word before a period; markup too, for "**Dr. Smith**" with markdown kept.
 _OPENERS = "\"'“‘«‹([{「『（【*_~`"
 _NO_SPLIT_BEFORE = ",;:)]}"
@@ -62,7 +67,9 @@ _CJK_CHARS = "\u2e80-\u2fff\u3040-\u30ff\u3100-\u9fff\uac00-\ud7af\uf900-\ufaff\
 # Never end a sentence (titles, Latin abbreviations).
 _ALWAYS_CONTINUE = frozenset(
     "dr mr mrs ms mx prof st mt sgt capt col gen lt cmdr adm rev hon gov sen rep pres fr "
-    "vs cf viz approx ca e.g i.e".split()
+    "vs cf viz approx ca e.g i.e "
+    # Kokoro's other languages' titles: Spanish, French, Italian, Portuguese ("Sra. García").
+    "sra srta dra ud uds vd vds mme mlle mmes mgr pr sig sigra dott dott.ssa ing avv profa".split()
 )
 # End a sentence unless a number follows ("No. 5", "p. 42", "Jan. 3").
 _BEFORE_NUMBER = frozenset(
@@ -220,28 +227,26 @@ class IncrementalSentenceChunker:
             return 0, i + 1
         j = i + 1
         if c in _CJK_TERMINATORS:
-            while j < n and (buf[j] in _CJK_TERMINATORS or buf[j] in _TERMINATORS):
-                j += 1
-            while j < n and buf[j] in _CLOSERS:
-                j += 1
-            if j == n and not final:
-                return _WAIT, i
-            return j, j
+            return self._cjk_end(buf, i, final)
         while j < n and buf[j] in _TERMINATORS:
             j += 1
         k = j
-        while k < n and buf[k] in _CLOSERS:
-            k += 1
-        if k == n:
-            return (k, k) if final else (_WAIT, i)
-        if not buf[k].isspace():
-            # "3.14", "U.S.", "example.com": no boundary, unless CJK text follows ("好的.我们").
-            return (k, k) if _CJK.match(buf, k) else (0, k)
-        m = _NEXT_SIGNIFICANT.search(buf, k)
-        if m is None:
-            return (k, k) if final else (_WAIT, i)
-        p = m.start()
-        nx = buf[p]
+        while True:
+            while k < n and buf[k] in _CLOSERS:
+                k += 1
+            if k == n:
+                return (k, k) if final else (_WAIT, i)
+            if not buf[k].isspace():
+                # "3.14", "U.S.", "example.com": no boundary, unless CJK text follows ("好的.我们").
+                return (k, k) if _CJK.match(buf, k) else (0, k)
+            m = _NEXT_SIGNIFICANT.search(buf, k)
+            if m is None:
+                return (k, k) if final else (_WAIT, i)
+            p = m.start()
+            nx = buf[p]
+            if nx not in _SPACED_CLOSERS:
+                break
+            k = p  # French spacing: "« Bonjour ! » dit-il." keeps its closing guillemet
         if nx in NEWLINES:
             return k, k
         if nx.islower() or nx in _NO_SPLIT_BEFORE:
@@ -251,6 +256,19 @@ class IncrementalSentenceChunker:
             if verdict != 1:
                 return (_WAIT, i) if verdict == _WAIT else (0, k)
         return k, k
+
+    @staticmethod
+    def _cjk_end(buf: str, i: int, final: bool) -> tuple[int, int]:
+        """A CJK (or Devanagari, Arabic...) terminator at ``i`` ends the piece after its run of
+        marks and closers; at the end of the buffer, wait for one more character (a closer)."""
+        n, j = len(buf), i + 1
+        while j < n and (buf[j] in _CJK_TERMINATORS or buf[j] in _TERMINATORS):
+            j += 1
+        while j < n and buf[j] in _CLOSERS:
+            j += 1
+        if j == n and not final:
+            return _WAIT, i
+        return j, j
 
     @staticmethod
     def _after_period(buf: str, start: int, i: int, p: int, final: bool) -> int:

@@ -156,14 +156,16 @@ class TtsSession:
         format: Format | None = None,
         sample_rate: int | None = None,
         timestamps: bool | None = None,
+        lang: str | None = None,
         wait: bool = True,
     ) -> Configured | None:
         """Set the session's defaults. With ``wait`` read until ``configured`` (raising the server's
         refusal, e.g. an unknown voice, as :class:`TtsServerError`); events read meanwhile are kept
         for :meth:`events`. Pass ``wait=False`` while another task is reading :meth:`events` (the
-        ``Configured`` event then arrives there)."""
+        ``Configured`` event then arrives there). ``lang``: the language later utterances are read
+        in (kokoro's codes, voicestream.protocol.LANGUAGES; unset: each voice's own)."""
         await self._send(Configure(voice=voice, speed=speed, format=format, sample_rate=sample_rate,
-                                   timestamps=timestamps))
+                                   timestamps=timestamps, lang=lang))
         if not wait:
             return None
         held: list[TtsEvent] = []
@@ -179,11 +181,13 @@ class TtsSession:
             self._pending.extendleft(reversed(held))
 
     async def speak(
-        self, text: str, *, id: str | None = None, voice: str | None = None, speed: float | None = None
+        self, text: str, *, id: str | None = None, voice: str | None = None, speed: float | None = None,
+        lang: str | None = None,
     ) -> str:
-        """Queue ``text`` as one utterance; return its id (generated when not given)."""
+        """Queue ``text`` as one utterance (``lang``: its language, else the session's or the
+        voice's); return its id (generated when not given)."""
         uid = id if id is not None else uuid.uuid4().hex[:16]
-        await self._send(Speak(text=text, id=uid, voice=voice, speed=speed))
+        await self._send(Speak(text=text, id=uid, voice=voice, speed=speed, lang=lang))
         return uid
 
     async def delta(self, text: str) -> None:
@@ -335,13 +339,14 @@ class TtsSession:
         *,
         voice: str | None = None,
         speed: float | None = None,
+        lang: str | None = None,
     ) -> AsyncGenerator[TtsEvent, None]:
         """Speak ``sentences`` as one turn, pipelined: each is sent the moment it arrives while the
         caller reads audio. Yields every event up to and including the turn's :class:`TurnEnd`.
 
         Leaving early cancels the turn; its leftover frames are dropped from later reads.
         """
-        sender = asyncio.create_task(self._send_turn(sentences, voice=voice, speed=speed))
+        sender = asyncio.create_task(self._send_turn(sentences, voice=voice, speed=speed, lang=lang))
         receiving: asyncio.Task[TtsEvent] | None = None
         finished = False
         try:
@@ -370,16 +375,17 @@ class TtsSession:
                 await self._abandon_turn()
 
     async def _send_turn(
-        self, sentences: AsyncIterable[str] | Iterable[str], *, voice: str | None, speed: float | None
+        self, sentences: AsyncIterable[str] | Iterable[str], *, voice: str | None, speed: float | None,
+        lang: str | None = None,
     ) -> None:
         if isinstance(sentences, AsyncIterable):
             async for sentence in sentences:
                 if sentence.strip():
-                    await self.speak(sentence, voice=voice, speed=speed)
+                    await self.speak(sentence, voice=voice, speed=speed, lang=lang)
         else:
             for sentence in sentences:
                 if sentence.strip():
-                    await self.speak(sentence, voice=voice, speed=speed)
+                    await self.speak(sentence, voice=voice, speed=speed, lang=lang)
         await self.flush()
 
     async def _abandon_turn(self) -> None:

@@ -75,7 +75,7 @@ class ResumeLog:
         elif isinstance(event, ErrorEvent):
             if event.id is not None:
                 self._answered_speak(event.id)
-            elif event.field in ("voice", "speed", "format", "sample_rate", "timestamps"):
+            elif event.field in ("voice", "speed", "format", "sample_rate", "timestamps", "lang"):
                 self._configures = max(0, self._configures - 1)
         elif isinstance(event, TurnEnd):
             self._remove_first(Flush)

@@ -98,14 +98,15 @@ def check_sample_rate(sample_rate: int) -> int:
 
 async def open_session(
     target: KokoroTarget, *, voice: str | None, speed: float | None, sample_rate: int, timeout: float,
-    raise_errors: bool = True,
+    raise_errors: bool = True, lang: str | None = None,
 ) -> TtsSession:
-    """A session configured for raw pcm at ``sample_rate`` with word timestamps; an unknown voice or
-    a bad speed raises the server's refusal (TtsServerError) here, before any text is sent."""
+    """A session configured for raw pcm at ``sample_rate`` with word timestamps, in ``lang`` (None:
+    each voice's language); an unknown voice, a bad speed or a language the server does not serve
+    raises the server's refusal (TtsServerError) here, before any text is sent."""
     session = await asyncio.wait_for(target.connect(open_timeout=timeout, raise_errors=raise_errors), timeout)
     try:  # configure raises a refusal (TtsServerError) whatever raise_errors says
         await asyncio.wait_for(session.configure(voice=voice, speed=speed, format="pcm",
-                                                 sample_rate=sample_rate, timestamps=True), timeout)
+                                                 sample_rate=sample_rate, timestamps=True, lang=lang), timeout)
     except BaseException:
         await session.close()
         raise

@@ -86,7 +86,8 @@ class KokoroTTS(tts.TTS[Literal["metrics_collected", "error"]]):
     endpoint, with its options (``region``, ``endpoint_url``, ``ca_bundle``, credentials:
     ``_common.KokoroTarget``; docs/integrations.md). ``voice``: any Kokoro voice or blend (``af_bella(2)+af_sky(1)``);
     None: the server's default. ``speed``: 0.5-2.0. ``sample_rate``: pcm the server encodes at (8000,
-    16000, 22050, 24000, 44100 or 48000; Kokoro's own is 24000).
+    16000, 22050, 24000, 44100 or 48000; Kokoro's own is 24000). ``lang``: the language text is read
+    in, one of Kokoro's codes (``j`` Japanese...); None: the voice's own (``jf_alpha`` reads Japanese).
     """
 
     def __init__(
@@ -106,6 +107,7 @@ class KokoroTTS(tts.TTS[Literal["metrics_collected", "error"]]):
         speed: float | None = None,
         sample_rate: int = NATIVE_SAMPLE_RATE,
         connect_timeout: float = 10.0,
+        lang: str | None = None,
     ) -> None:
         super().__init__(capabilities=tts.TTSCapabilities(streaming=True, aligned_transcript=True),
                          sample_rate=check_sample_rate(sample_rate), num_channels=1)
@@ -115,6 +117,7 @@ class KokoroTTS(tts.TTS[Literal["metrics_collected", "error"]]):
             aws_session_token=aws_session_token, profile_name=profile_name, boto_session=boto_session)
         self._opts = _Options(voice=voice, speed=speed)
         self._connect_timeout = connect_timeout
+        self._lang = lang  # Kokoro's language code (voicestream.protocol.LANGUAGES); None: the voice's
         self._pool = SessionPool(self._open)
         self._prewarming: asyncio.Task[None] | None = None
 
@@ -128,7 +131,7 @@ class KokoroTTS(tts.TTS[Literal["metrics_collected", "error"]]):
 
     async def _open(self) -> TtsSession:
         return await open_session(self._target, voice=self._opts.voice, speed=self._opts.speed,
-                                  sample_rate=self.sample_rate, timeout=self._connect_timeout)
+                                  sample_rate=self.sample_rate, timeout=self._connect_timeout, lang=self._lang)
 
     def update_options(self, *, voice: NotGivenOr[str] = NOT_GIVEN, speed: NotGivenOr[float] = NOT_GIVEN) -> None:
         """Applies from the next piece sent (every ``speak`` names the voice and speed)."""

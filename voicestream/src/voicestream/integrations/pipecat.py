@@ -82,7 +82,8 @@ class KokoroTTSService(TTSService):
     (``region``, ``endpoint_url``, ``ca_bundle``, credentials; else boto3's: ``_common.KokoroTarget``,
     docs/integrations.md). ``voice``: any Kokoro voice or blend; None: the server's
     default. ``speed``: 0.5-2.0. ``sample_rate``: None takes the pipeline's output rate; the server
-    encodes pcm at 8000, 16000, 22050, 24000, 44100 or 48000.
+    encodes pcm at 8000, 16000, 22050, 24000, 44100 or 48000. ``lang``: the language text is read
+    in, one of Kokoro's codes (``j`` Japanese...); None: the voice's own (``jf_alpha`` reads Japanese).
     """
 
     def __init__(
@@ -103,6 +104,7 @@ class KokoroTTSService(TTSService):
         sample_rate: int | None = None,
         connect_timeout: float = 10.0,
         text_aggregation_mode: TextAggregationMode = TextAggregationMode.TOKEN,
+        lang: str | None = None,
         **kwargs: Any,
     ) -> None:
         if sample_rate is not None:
@@ -120,6 +122,7 @@ class KokoroTTSService(TTSService):
             aws_access_key_id=aws_access_key_id, aws_secret_access_key=aws_secret_access_key,
             aws_session_token=aws_session_token, profile_name=profile_name, boto_session=boto_session)
         self._speed = speed
+        self._lang = lang  # Kokoro's language code (voicestream.protocol.LANGUAGES); None: the voice's
         self._connect_timeout = connect_timeout
         self._session: TtsSession | None = None
         self._receiver: asyncio.Task[None] | None = None
@@ -179,7 +182,7 @@ class KokoroTTSService(TTSService):
         try:
             self._session = await open_session(self._target, voice=self._voice, speed=self._speed,
                                                sample_rate=self.sample_rate, timeout=self._connect_timeout,
-                                               raise_errors=False)
+                                               raise_errors=False, lang=self._lang)
         except (TtsError, OSError, TimeoutError) as exc:
             await self.push_error(error_msg=f"cannot open a Kokoro session: {exc}",
                                   exception=exc if isinstance(exc, Exception) else None)

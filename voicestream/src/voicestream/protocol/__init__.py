@@ -9,8 +9,8 @@ Two routes speak it (docs/protocol.md has the prose and an example transcript):
 
 Parts: ``fields`` (limits, :class:`ProtocolError`, validators), ``audio`` (rates, formats, pcm
 constants), ``messages`` (client -> server), ``events`` (server -> client, close codes), ``aws``
-(the AWS sample's shape), ``edge`` (one connection's translator), ``sse`` (the POST route's
-events), ``wire`` (encode / parse). Everything is pure
+(the AWS sample's shape), ``languages`` (the ``lang`` field), ``edge`` (one connection's
+translator), ``sse`` (the POST route's events), ``wire`` (encode / parse). Everything is pure
 data and validation, so both sides agree on what is valid and every refusal names its field.
 """
 
@@ -64,6 +64,7 @@ from .fields import (
     check_text,
     check_transport,
 )
+from .languages import LANGUAGES, check_lang, voice_language
 from .messages import (
     MESSAGE_TYPES,
     Cancel,
@@ -88,7 +89,7 @@ from .wire import (
 )
 
 __all__ = [
-    "AUDIO_FRAME_BYTES", "CHANNELS", "CONTENT_TYPES", "EVENTS", "FORMATS", "MAX_FRAME_BYTES",
+    "AUDIO_FRAME_BYTES", "CHANNELS", "CONTENT_TYPES", "EVENTS", "FORMATS", "LANGUAGES", "MAX_FRAME_BYTES",
     "MAX_ID_CHARS", "MAX_TEXT_CHARS", "MESSAGE_TYPES", "NATIVE_SAMPLE_RATE", "PCM_BYTES_PER_MS",
     "PCM_BYTES_PER_SECOND", "PROTOCOL_VERSION", "SAMPLE_RATES", "SAMPLE_WIDTH", "SERVER_EVENT_TYPES",
     "SPEED_MAX", "SSE_EVENTS", "SseAudio", "SseEnd", "SseStart", "encode_sse", "parse_sse", "SPEED_MIN",
@@ -97,7 +98,7 @@ __all__ = [
     "Pong", "ProtocolError", "ServerEdge", "ServerEvent", "SessionSettings", "Speak",
     "SynthesisRequest", "Transport", "TurnEnd", "UtteranceEnd", "UtteranceStart", "Words", "WordTime",
     "SseWords", "check_audio_format",
-    "check_format", "check_identifier", "check_sample_rate", "check_speed", "check_text",
+    "check_format", "check_identifier", "check_lang", "check_sample_rate", "check_speed", "check_text",
     "check_transport", "decode_event", "encode_client_message", "encode_event", "parse_client_message",
-    "parse_event", "parse_request", "server_event",
+    "parse_event", "parse_request", "server_event", "voice_language",
 ]

@@ -32,11 +32,15 @@ from .fields import (
     reject_unknown,
     required_text,
 )
+from .languages import optional_lang
 from .messages import Speak, SynthesisRequest, request_from_payload
 
-SAMPLE_FIELDS: Final = frozenset({"text", "voice", "speed", "request_id", "request_timestamp", "sample_rate"})
+# ``lang`` is ours (the sample has no language field): accepted in its shapes too, so a client of the
+# sample can ask for a language without changing shape.
+SAMPLE_FIELDS: Final = frozenset({"text", "voice", "speed", "request_id", "request_timestamp", "sample_rate", "lang"})
 HTTP_SAMPLE_FIELDS: Final = frozenset({
     "text", "voice", "speed", "format", "sample_rate", "transport", "stream", "request_id", "request_timestamp",
+    "lang",
 })
 HTTP_MARKERS: Final = ("request_timestamp", "request_id", "stream")
 DEFAULT_MAX_REQUEST_AGE_S: Final = 56.0  # the sample's bound: SageMaker gives up on an invocation at 60 s
@@ -62,7 +66,7 @@ def speak_from_sample(payload: dict[str, Any]) -> SampleSpeak:
     rate = payload.get("sample_rate")
     return SampleSpeak(
         text=required_text(payload), id=optional_id(payload, "request_id"),
-        voice=optional_id(payload, "voice"), speed=optional_speed(payload),
+        voice=optional_id(payload, "voice"), speed=optional_speed(payload), lang=optional_lang(payload),
         request_timestamp=check_timestamp(stamp) if stamp is not None else None,
         sample_rate=check_sample_rate(rate) if rate is not None else None,
     )
@@ -71,7 +75,7 @@ def speak_from_sample(payload: dict[str, Any]) -> SampleSpeak:
 def sample_from_speak(message: SampleSpeak) -> dict[str, Any]:
     out: dict[str, Any] = {"text": message.text, "request_id": message.id, "voice": message.voice,
                            "speed": message.speed, "request_timestamp": message.request_timestamp,
-                           "sample_rate": message.sample_rate}
+                           "sample_rate": message.sample_rate, "lang": message.lang}
     return {k: v for k, v in out.items() if v is not None}
 
 

@@ -113,7 +113,9 @@ class Configured(ServerEvent):
     sample_rate: int = NATIVE_SAMPLE_RATE
     timestamps: bool = False
     normalize: bool | dict[str, bool] = True  # the normalization rules in force (protocol.normalization)
+    lang: str | None = None  # the G2P language in force; None: each voice's own (protocol.languages)
     voices: tuple[str, ...] = ()
+    languages: dict[str, str] = field(default_factory=dict)  # the languages served: code -> name
     limits: dict[str, Any] = field(default_factory=dict)
 
 

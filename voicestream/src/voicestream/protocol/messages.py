@@ -20,6 +20,7 @@ from .fields import (
     reject_unknown,
     required_text,
 )
+from .languages import optional_lang
 from .normalization import NORMALIZE_ALL, Normalization, check_normalization
 
 # ---- POST /invocations -----------------------------------------------------------------------
@@ -37,6 +38,7 @@ class SynthesisRequest:
     transport: Transport = "binary"
     timestamps: bool = False  # SSE only: a ``words`` event before the audio each one describes
     normalize: Normalization = NORMALIZE_ALL  # which text normalization rules apply (protocol.normalization)
+    lang: str | None = None  # the G2P language (protocol.languages); None: the voice's
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -52,10 +54,14 @@ class SynthesisRequest:
             out["timestamps"] = True
         if self.normalize != NORMALIZE_ALL:
             out["normalize"] = self.normalize.to_json()
+        if self.lang is not None:
+            out["lang"] = self.lang
         return out
 
 
-_REQUEST_FIELDS = frozenset({"text", "voice", "speed", "format", "sample_rate", "transport", "timestamps", "normalize"})
+_REQUEST_FIELDS = frozenset({
+    "text", "voice", "speed", "format", "sample_rate", "transport", "timestamps", "normalize", "lang",
+})
 
 
 def request_from_payload(
@@ -73,6 +79,7 @@ def request_from_payload(
         transport=check_transport(payload.get("transport", "binary")),
         timestamps=check_bool(payload.get("timestamps", False), name="timestamps"),
         normalize=check_normalization(payload.get("normalize", True)),
+        lang=optional_lang(payload),
     )
 
 
@@ -89,6 +96,7 @@ class Configure:
     sample_rate: int | None = None
     timestamps: bool | None = None  # True: a ``words`` event before the audio of each sentence
     normalize: Normalization | None = None  # which text normalization rules apply (protocol.normalization)
+    lang: str | None = None  # the G2P language for later utterances (protocol.languages)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -100,6 +108,7 @@ class Speak:
     id: str | None = None
     voice: str | None = None
     speed: float | None = None
+    lang: str | None = None  # this utterance's G2P language (protocol.languages)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -139,8 +148,8 @@ _TYPES: Final[dict[type, str]] = {
     Cancel: "cancel", Close: "close", Ping: "ping",
 }
 _FIELDS: Final[dict[str, frozenset[str]]] = {
-    "configure": frozenset({"type", "voice", "speed", "format", "sample_rate", "timestamps", "normalize"}),
-    "speak": frozenset({"type", "text", "id", "voice", "speed"}),
+    "configure": frozenset({"type", "voice", "speed", "format", "sample_rate", "timestamps", "normalize", "lang"}),
+    "speak": frozenset({"type", "text", "id", "voice", "speed", "lang"}),
     "delta": frozenset({"type", "text"}),
     "flush": frozenset({"type"}),
     "cancel": frozenset({"type", "ids"}),
@@ -170,11 +179,12 @@ def message_from_payload(payload: dict[str, Any]) -> ClientMessage:
             sample_rate=check_sample_rate(payload["sample_rate"]) if "sample_rate" in payload else None,
             timestamps=check_bool(payload["timestamps"], name="timestamps") if "timestamps" in payload else None,
             normalize=check_normalization(payload["normalize"]) if "normalize" in payload else None,
+            lang=optional_lang(payload),
         )
     if kind == "speak":
         return Speak(
             text=required_text(payload), id=optional_id(payload, "id"),
-            voice=optional_id(payload, "voice"), speed=optional_speed(payload),
+            voice=optional_id(payload, "voice"), speed=optional_speed(payload), lang=optional_lang(payload),
         )
     if kind == "delta":
         if "text" not in payload:
@@ -207,6 +217,7 @@ class SessionSettings:
     sample_rate: int = NATIVE_SAMPLE_RATE
     timestamps: bool = False
     normalize: Normalization = NORMALIZE_ALL
+    lang: str | None = None  # None: each voice's own language
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -216,4 +227,5 @@ class SessionSettings:
             "sample_rate": self.sample_rate,
             "timestamps": self.timestamps,
             "normalize": self.normalize.to_json(),
+            "lang": self.lang,
         }
