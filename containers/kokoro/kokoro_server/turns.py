@@ -97,8 +97,8 @@ class Turns:
                 "queue_full", f"too many utterances queued (limit {self._limits.max_queued_utterances}); "
                 "wait for some to end", field="text",
             )
-        speech = Speech(self._synth, 
-            owner=self._owner, pieces=[text], voice=chosen_voice,
+        speech = Speech(
+            self._synth, owner=self._owner, pieces=[text], voice=chosen_voice,
             speed=speed if speed is not None else settings.speed, after=self._last_speech,
             normalize=settings.normalize, lang=chosen_lang,
         )
