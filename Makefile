@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-windows bench-codecs bench-normalization bench-languages bench-frameworks soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-fast test-fast-kokoro test-fast-tooling test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-windows bench-codecs bench-normalization bench-languages bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -55,7 +55,16 @@ $(VOICES_SDIST): | $(KVENV)/.installed
 	  -r $(@D)/.partial/requirements.txt -d $(@D)/.partial
 	mv $(@D)/.partial/$(@F) $@ && rm -rf $(@D)/.partial
 
-test: lint test-kokoro test-tooling ## lint, types, then every test, offline
+test: lint test-kokoro test-tooling ## lint, types, then every test of every tier, offline (what CI runs)
+
+test-fast: $(VENV)/.installed $(KVENV)/.installed ## the unit tier of both environments (no server, model or browser): run it on every change
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-fast-kokoro test-fast-tooling
+
+# The two environments' unit tiers side by side (one core each); --output-sync keeps each one's report whole.
+test-fast-kokoro:
+	$(KVENV)/bin/python -m pytest tests/kokoro -q -m unit
+test-fast-tooling:
+	$(VENV)/bin/python -m pytest tests --ignore=tests/kokoro -q -m unit
 
 lint: $(VENV)/.installed ## ruff (defects, import order, line length, complexity) and mypy --strict; rules in pyproject.toml
 	@echo "lint: ruff check ([tool.ruff.lint] in pyproject.toml; 'ruff rule CODE' explains a finding)"

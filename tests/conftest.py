@@ -3,3 +3,9 @@
 
 from kokoro_server_fixture import kokoro_server, stopping_server  # noqa: F401 (pytest fixtures, registered here)
 from sagemaker_local_fixture import sagemaker_local  # noqa: F401 (a pytest fixture, registered here)
+from tiers import mark_tiers
+
+
+def pytest_collection_modifyitems(items: list) -> None:  # type: ignore[type-arg]
+    """Each test gets its tier (tests/tiers.py): ``make test-fast`` runs ``-m unit``."""
+    mark_tiers(items)

@@ -26,6 +26,7 @@ def _serve(model_dir: Path, port: int, **env: str) -> subprocess.CompletedProces
     )
 
 
+@pytest.mark.live_server
 def test_torch_engine_refuses_cpu_when_cuda_was_asked_for(tiny_model: Path) -> None:
     result = _serve(tiny_model, free_port(), KOKORO_DEVICE="cuda", KOKORO_ENGINE="torch", KOKORO_WARMUP="0")
     assert result.returncode == EXIT_BAD_MODEL == 2, result.stderr[-2000:]
@@ -34,6 +35,7 @@ def test_torch_engine_refuses_cpu_when_cuda_was_asked_for(tiny_model: Path) -> N
     assert "Uvicorn running" not in result.stderr  # the port never opened, so /ping never answered
 
 
+@pytest.mark.live_server
 def test_a_misspelt_device_is_refused_by_name(tiny_model: Path) -> None:
     result = _serve(tiny_model, free_port(), KOKORO_DEVICE="gpu")
     assert result.returncode == EXIT_BAD_MODEL

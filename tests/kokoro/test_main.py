@@ -36,6 +36,7 @@ def test_other_engines_serve_the_directory_as_it_is(tiny_model: Path, engine: st
 MEASURE = {"KOKORO_DECODER_PACE": "measure"}
 
 
+@pytest.mark.real_model
 @pytest.mark.parametrize(("env", "pace"), [({}, None), (MEASURE, None), ({"KOKORO_DECODER_PACE": "0.2"}, 0.2),
                                            ({"KOKORO_DECODER_PACE": "0"}, 0.0),
                                            ({**MEASURE, "KOKORO_WARMUP": "0"}, 0.0)])  # nothing measured

@@ -101,6 +101,7 @@ def test_style_vector_is_the_row_for_the_phoneme_count(tiny_model: Path) -> None
     assert np.array_equal(style_for(pack, ""), pack[0])
 
 
+@pytest.mark.live_server
 @pytest.mark.parametrize("kind", ["no-config", "voice-shape"])
 def test_serve_exits_non_zero_with_the_file_named(model_copy: Path, kind: str) -> None:
     expected = breaks(kind, model_copy)

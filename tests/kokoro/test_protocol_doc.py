@@ -165,6 +165,7 @@ def test_the_documented_post_body_limit_is_the_one_enforced(server: Server) -> N
     assert accepted.status_code == 200 and accepted.content, accepted.text[:300]
 
 
+@pytest.mark.live_server
 def test_the_port_opens_only_when_ping_says_ok(tiny_model: Path, tmp_path: Path) -> None:
     """What docs/protocol.md says of /ping while loading: no 503 `loading`, a closed port."""
     port = free_port()

@@ -13,7 +13,7 @@ from kokoro_server.engines import EngineError, load_engine
 from kokoro_server.engines.torch_engine import _seed, build_kmodel, fold_weight_norm, load_checkpoint_strictly
 from kokoro_server.model_dir import ModelDirError, open_model_dir, style_for
 
-pytestmark = pytest.mark.kokoro
+pytestmark = [pytest.mark.kokoro, pytest.mark.real_model]
 
 
 def rewrite_checkpoint(root: Path, change) -> None:

@@ -15,6 +15,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import real_audio as ra
+from waiting import wait_until_async
 
 from bench.audio_metrics import jumps, largest_jump_near, log_mel_distance
 from kokoro_server.engines import Decoding, load_engine
@@ -138,12 +139,8 @@ def test_cancel_between_windows_decodes_no_more_windows() -> None:
                 speech.cancel()
                 scheduler.cancel_owner("listener")
                 break
-        for _ in range(100):  # bounded: what was on the model finishes, nothing after it starts
-            await asyncio.sleep(0.05)
-            if scheduler.idle:
-                break
-        await asyncio.sleep(0.3)
-        await scheduler.stop()
+        await wait_until_async(lambda: asyncio.sleep(0, scheduler.idle), timeout=30, interval=0.05)
+        await scheduler.stop()  # waits for the job on the model; nothing queued after a cancel starts
         synth.close()
         return got, counted.decoded
 

@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
 from aws_sdk_sagemaker_runtime_http2.config import AsyncSageMakerRuntimeHTTP2Config
@@ -25,6 +26,7 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 )
 from sagemaker_local_fixture import ACCESS_KEY_ID, SECRET_ACCESS_KEY, SageMakerLocal
 from smithy_aws_core.identity import StaticCredentialsResolver
+from waiting import wait_until_async
 
 from voicestream.clients import (
     AudioChunk,
@@ -216,7 +218,14 @@ def test_closing_a_session_ends_both_sides_cleanly(aws_env: SageMakerLocal) -> N
             session = await connect_sagemaker(aws_env.endpoint_name)
             await session.configure()
             await session.close()
-        await asyncio.sleep(1.0)  # let the stand-in log whatever the closes caused
+        # every relay has ended at the container (no session left there): whatever the closes
+        # caused, the stand-in has logged it by now
+        async with httpx.AsyncClient(trust_env=False) as http:
+            async def sessions() -> int:
+                count: int = (await http.get(f"{aws_env.container_url}/ping", timeout=5)).json()["sessions"]
+                return count
+
+            assert await wait_until_async(sessions, until=lambda n: n == 0, timeout=15) == 0
 
     run(body())
     new = "\n".join(aws_env.output[seen:])
