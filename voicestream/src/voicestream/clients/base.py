@@ -12,8 +12,7 @@ import contextlib
 import logging
 import uuid
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import AsyncGenerator, AsyncIterable, Iterable
 
 from voicestream.protocol import (
     Cancel,
@@ -25,7 +24,6 @@ from voicestream.protocol import (
     Format,
     Ping,
     Speak,
-    SynthesisRequest,
     encode_client_message,
 )
 
@@ -50,6 +48,7 @@ from .events import (
     decode_frame,
 )
 from .resume import ResumeLog
+from .transport import FrameTransport, Reconnect, StreamingTts
 
 __all__ = [
     "AudioChunk", "Cancelled", "Configured", "ErrorEvent", "FrameTransport", "Pong", "StreamingTts",
@@ -63,28 +62,6 @@ RESUME_ATTEMPTS = 5  # connections tried without an answer in between before the
 RESUME_BACKOFF_S = (0.05, 0.25, 0.5, 1.0, 2.0)  # before each of them
 GOING_AWAY = "going_away"  # the error a stopping server sends before it closes (docs/protocol.md)
 SERVICE_RESTART = 1012  # RFC 6455: what a plain uvicorn sends its WebSockets when it stops
-Reconnect = Callable[[], Awaitable["FrameTransport"]]
-
-
-@runtime_checkable
-class FrameTransport(Protocol):
-    """Moves whole frames. ``receive`` raises :class:`TtsConnectionError` when the peer is gone."""
-
-    async def send_text(self, data: str) -> None: ...
-
-    async def send_bytes(self, data: bytes) -> None: ...
-
-    async def receive(self) -> str | bytes: ...
-
-    async def close(self) -> None: ...
-
-
-class StreamingTts(Protocol):
-    """One-shot synthesis (``POST /invocations`` or its SageMaker form): encoded audio bytes out."""
-
-    def stream(self, request: SynthesisRequest) -> AsyncIterator[bytes]: ...
-
-
 class TtsSession:
     """One bidirectional session: send methods, plus :meth:`events` for what comes back.
 

@@ -38,6 +38,7 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 from smithy_aws_core.identity import AWSCredentialsIdentity, AWSIdentityProperties
 from smithy_core.exceptions import CallError
 
+from ._sdk_streams import abandon, close_owned
 from .base import TtsSession
 from .errors import TtsConfigError, TtsConnectionError, TtsError, TtsServerError, TtsTimeoutError
 
@@ -284,80 +285,15 @@ class SageMakerBidiTransport:
 
 
 def _http2_transport(*, ca_bundle: str | None, connect_timeout: float, writers: set[asyncio.Task[Any]]) -> Any:
-    """The SDK's CRT HTTP/2 client, adding to ``writers`` the request-body task of each stream it opens.
-
-    awscrt writes an HTTP/2 request body from a task of its own that ends by writing END_STREAM; once
-    the endpoint has ended the stream (a 403 for refused credentials, a reset), that write raises and
-    nobody awaits the task, so asyncio prints its four chained tracebacks when the loop closes.
-    ``_reap_writers`` ends and awaits them instead.
-    """
+    """The SDK's CRT HTTP/2 client, adding to ``writers`` the request-body task of each stream it opens."""
     try:
-        from ._crt import CaBundleCRTClient
+        from ._crt import WriterTrackingCRTClient
     except ImportError:
         raise TtsConfigError(
             "the SageMaker bidirectional stream needs HTTP/2 from awscrt: "
             "pip install 'aws-sdk-sagemaker-runtime-http2[awscrt]==0.12.0'"
         ) from None
-
-    class WriterTrackingCRTClient(CaBundleCRTClient):
-        async def _await_response(self, stream: Any) -> Any:  # smithy-http 0.6: each new CRT stream passes here
-            writer = getattr(stream, "_writer", None)  # awscrt 0.32's request-body task
-            if isinstance(writer, asyncio.Task):
-                writers.add(writer)
-            return await super()._await_response(stream)
-
-        def __deepcopy__(self, memo: Any) -> WriterTrackingCRTClient:  # the SDK copies its config per call
-            return WriterTrackingCRTClient(ca_bundle=self._ca_bundle, connect_timeout_s=self._connect_timeout_s,
-                                           eventloop=self._eventloop)
-
-    return WriterTrackingCRTClient(ca_bundle=ca_bundle, connect_timeout_s=connect_timeout)
-
-
-async def _reap_writers(writers: set[asyncio.Task[Any]]) -> None:
-    """End the SDK's request-body tasks and take their outcome (an error once the stream is over)."""
-    tasks, pending = list(writers), [task for task in writers if not task.done()]
-    writers.clear()
-    for task in pending:
-        task.cancel()
-    if tasks:
-        await asyncio.wait(tasks, timeout=2.0)
-    for task in tasks:
-        if not task.done():
-            task.add_done_callback(_retrieve)
-        elif not task.cancelled():
-            task.exception()  # retrieved: the error that matters was raised by the call itself
-
-
-def _retrieve(task: asyncio.Task[Any]) -> None:
-    if not task.cancelled():
-        task.exception()
-
-
-async def _close_owned(owned: AsyncSageMakerRuntimeHTTP2Client, writers: set[asyncio.Task[Any]]) -> None:
-    """Close our own client's connections, then end its streams' body tasks (a closed stream fails them at once)."""
-    try:
-        with contextlib.suppress(Exception):
-            await owned.close()
-    finally:
-        await _reap_writers(writers)
-
-
-async def _abandon(stream: DuplexStream | None, owned: AsyncSageMakerRuntimeHTTP2Client | None,
-                   writers: set[asyncio.Task[Any]]) -> None:
-    """Drop a stream that never opened: our own client's connections, or the given client's stream."""
-    if owned is not None:
-        await _close_owned(owned, writers)
-        return
-    if stream is None:
-        return
-    try:
-        await asyncio.wait_for(stream.close(), timeout=2.0)
-    except asyncio.CancelledError:  # its output future was cancelled by the connect timeout
-        task = asyncio.current_task()
-        if task is not None and task.cancelling():
-            raise
-    except Exception:  # noqa: BLE001 - the connect error is the one worth raising
-        pass
+    return WriterTrackingCRTClient(ca_bundle=ca_bundle, connect_timeout_s=connect_timeout, writers=writers)
 
 
 async def connect_sagemaker(
@@ -418,13 +354,13 @@ async def connect_sagemaker(
             stream = await invoker.invoke_endpoint_with_bidirectional_stream(request)
             _, output = await asyncio.wait_for(stream.await_output(), timeout=connect_timeout)
         except Exception as exc:
-            await _abandon(stream, owned, writers)
+            await abandon(stream, owned, writers)
             if isinstance(exc, TimeoutError):
                 raise TtsTimeoutError(
                     f"{endpoint_name}: no answer within {connect_timeout:.0f} s of connecting"
                 ) from exc
             raise map_sdk_error(exc, endpoint_name=endpoint_name) from exc
-        on_close = functools.partial(_close_owned, owned, writers) if owned is not None else None
+        on_close = functools.partial(close_owned, owned, writers) if owned is not None else None
         return SageMakerBidiTransport(stream=stream, endpoint_name=endpoint_name, on_close=on_close, output=output)
 
     return TtsSession(transport=await open_transport(), receive_timeout=receive_timeout, raise_errors=raise_errors,
