@@ -66,11 +66,16 @@ test-fast-kokoro:
 test-fast-tooling:
 	$(VENV)/bin/python -m pytest tests --ignore=tests/kokoro -q -m unit
 
+# The conftest.py files mypy's `tests` run leaves out (all are modules named `conftest`): one run each.
+MYPY_CONFTESTS := $(filter-out tests/cli/conftest.py,$(wildcard tests/conftest.py tests/*/conftest.py))
+
 lint: $(VENV)/.installed ## ruff (defects, import order, line length, complexity) and mypy --strict; rules in pyproject.toml
 	@echo "lint: ruff check ([tool.ruff.lint] in pyproject.toml; 'ruff rule CODE' explains a finding)"
 	@$(VENV)/bin/ruff check --output-format concise .
-	@echo "lint: mypy ([tool.mypy] in pyproject.toml; strict for every package)"
+	@echo "lint: mypy ([tool.mypy] in pyproject.toml; strict for every package and the tests)"
 	@$(VENV)/bin/mypy
+	@$(VENV)/bin/mypy tests
+	@for conftest in $(MYPY_CONFTESTS); do $(VENV)/bin/mypy --no-warn-unused-configs $$conftest || exit 1; done
 
 test-kokoro: $(KVENV)/.installed $(VOICES_SDIST)
 	$(KVENV)/bin/python -m pytest tests/kokoro -q

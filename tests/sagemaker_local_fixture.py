@@ -14,6 +14,7 @@ import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from kokoro_server_fixture import REPO, KokoroServer
@@ -23,6 +24,17 @@ from standins.sagemaker_runtime.launch import StandInInfo, StandInProcess
 _EXCEPTION_LINE = re.compile(r"^[\s|+]*[\w.]+(Error|Exception)\b.*")
 ACCESS_KEY_ID = "STANDINTESTKEYID"
 SECRET_ACCESS_KEY = "stand-in-secret-key-for-tests-only"
+
+
+class PluginOptions(TypedDict):
+    """The SageMaker keyword arguments the LiveKit and pipecat plugins share."""
+
+    endpoint_name: str
+    region: str
+    endpoint_url: str
+    ca_bundle: str
+    aws_access_key_id: str
+    aws_secret_access_key: str
 
 
 class SageMakerLocal(StandInInfo):
@@ -35,7 +47,7 @@ class SageMakerLocal(StandInInfo):
             "AWS_CA_BUNDLE": self.ca_bundle, "AWS_CONFIG_FILE": os.devnull, "AWS_SHARED_CREDENTIALS_FILE": os.devnull,
         }
 
-    def plugin_options(self, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    def plugin_options(self, monkeypatch: pytest.MonkeyPatch) -> PluginOptions:
         """The stand-in's endpoint, CA and keys as a plugin's keyword arguments, with none of them
         in the environment (so only the arguments can reach it)."""
         for key in ("AWS_ENDPOINT_URL_SAGEMAKER_RUNTIME", "AWS_ENDPOINT_URL", "AWS_CA_BUNDLE", "AWS_ACCESS_KEY_ID",

@@ -20,7 +20,7 @@ from kokoro_server_fixture import KokoroServer
 from waiting import wait_until
 
 from voice_agent.app import create_app
-from voice_agent.config import AgentConfig
+from voice_agent.config import DEFAULT_REGION, AgentConfig
 from voice_agent.models import ScriptedModel
 from voice_agent.speaking import TtsConnector
 
@@ -95,12 +95,12 @@ class RunningAgent:
 def serve_agent(*, tts_url: str | None, answer: str = ANSWER, token_ms: tuple[int, int] = (5, 15),
                 connect_tts: TtsConnector | None = None, page: bool = False,
                 send_timeout_s: float = 30.0, tts_endpoint: str | None = None,
-                region: str | None = None) -> Iterator[RunningAgent]:
+                region: str = DEFAULT_REGION) -> Iterator[RunningAgent]:
     """The real app under uvicorn in a thread on a free port (its TTS at ``tts_url``, or the
     SageMaker endpoint ``tts_endpoint`` in ``region``)."""
-    endpoint = {} if tts_endpoint is None else {"tts_endpoint": tts_endpoint, "region": region}
     config = AgentConfig(model="offline", offline_reason="tests", tts_url=tts_url, serve_page=page,
-                         max_prompt_chars=500, send_timeout_s=send_timeout_s, **endpoint)
+                         max_prompt_chars=500, send_timeout_s=send_timeout_s, tts_endpoint=tts_endpoint,
+                         region=region)
     app = create_app(config=config, models=lambda: scripted(answer=answer, token_ms=token_ms),
                      connect_tts=connect_tts)
     port = free_port()

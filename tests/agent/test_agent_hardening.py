@@ -177,9 +177,12 @@ class Proxy:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self.loop.call_soon_threadsafe(lambda: self._stop is not None and not self._stop.done()
-                                       and self._stop.set_result(None))
+        self.loop.call_soon_threadsafe(self._set_stop)
         self._thread.join(10)
+
+    def _set_stop(self) -> None:
+        if self._stop is not None and not self._stop.done():
+            self._stop.set_result(None)
 
 
 def text_survived(log: TurnLog) -> None:

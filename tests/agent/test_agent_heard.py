@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from voice_agent.heard import HeardWords, Word, trim_history
+from voice_agent.heard import HeardWords, trim_history
+from voicestream.protocol import WordTime as Word
 
 
 def words_of(text: str, ms_per_char: int = 50) -> list[Word]:
@@ -27,12 +28,12 @@ def spoken(*texts: str) -> HeardWords:
     return heard
 
 
-def test_nothing_heard_before_the_first_word_ends():
+def test_nothing_heard_before_the_first_word_ends() -> None:
     assert spoken("Hello there.").heard_text(0) == ""
     assert spoken("Hello there.").heard_text(249) == ""
 
 
-def test_the_playing_utterance_is_cut_at_its_last_heard_word():
+def test_the_playing_utterance_is_cut_at_its_last_heard_word() -> None:
     heard = spoken("Hello there, my friend.", "The weather is fine.")
     assert heard.heard_text(250) == "Hello"
     assert heard.heard_text(16 * 50) == "Hello there, my"
@@ -41,7 +42,7 @@ def test_the_playing_utterance_is_cut_at_its_last_heard_word():
     assert heard.heard_text(10_000) == "Hello there, my friend. The weather is fine."
 
 
-def test_an_utterance_without_audio_yet_was_not_heard():
+def test_an_utterance_without_audio_yet_was_not_heard() -> None:
     heard = spoken("First one.")
     heard.utterance("1.2", "Second one.")
     heard.words("1.2", words_of("Second one."))
@@ -49,7 +50,7 @@ def test_an_utterance_without_audio_yet_was_not_heard():
     assert heard.audio_ms == 10 * 50
 
 
-def test_audio_that_never_came_was_not_heard():
+def test_audio_that_never_came_was_not_heard() -> None:
     heard = HeardWords()
     heard.utterance("1.1", "Hello there, my friend.")
     heard.words("1.1", words_of("Hello there, my friend."))
@@ -57,7 +58,7 @@ def test_audio_that_never_came_was_not_heard():
     assert heard.heard_text(10_000) == "Hello"
 
 
-def test_without_word_times_only_whole_utterances_count():
+def test_without_word_times_only_whole_utterances_count() -> None:
     heard = HeardWords()
     heard.utterance("a", "No timestamps here.")
     heard.audio("a", 1000)
@@ -67,7 +68,7 @@ def test_without_word_times_only_whole_utterances_count():
     assert heard.heard_text(999) == "" and heard.heard_text(1200) == "No timestamps here."
 
 
-def test_words_before_their_audio_are_placed_where_the_audio_so_far_ends():
+def test_words_before_their_audio_are_placed_where_the_audio_so_far_ends() -> None:
     heard = spoken("First one.")
     heard.utterance("1.2", "Second one.")
     assert heard.offset_ms("1.2") == 500
@@ -76,7 +77,7 @@ def test_words_before_their_audio_are_placed_where_the_audio_so_far_ends():
     assert heard.offset_ms("1.2") == 500 and heard.audio_ms == 700
 
 
-def test_the_history_keeps_only_what_was_heard():
+def test_the_history_keeps_only_what_was_heard() -> None:
     cancelled = [{"role": "user", "content": [{"text": "hi"}]},
                  {"role": "assistant", "content": [{"text": "Cancelled by user"}]}]
     trim_history(cancelled, "Hello there, my")

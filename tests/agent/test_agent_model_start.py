@@ -13,7 +13,7 @@ import pytest
 from agent_harness import free_port
 from botocore.stub import Stubber
 
-from voice_agent.config import ConfigError, load_config
+from voice_agent.config import AgentConfig, ConfigError, load_config
 from voice_agent.model_check import check_bedrock_model
 
 
@@ -36,7 +36,7 @@ def _stubbed(code: str, message: str) -> tuple[object, Stubber]:
     return client, stub
 
 
-def _bedrock_config():  # type: ignore[no-untyped-def]
+def _bedrock_config() -> AgentConfig:
     env = {"AGENT_MODEL": "bedrock", "BEDROCK_MODEL_ID": "eu.anthropic.claude-haiku-4-5-20251001-v1:0",
            "AWS_REGION": "eu-west-1"}
     return load_config(env=env, credentials_probe=lambda: True)

@@ -50,7 +50,7 @@ def test_without_root_it_prints_the_exact_command() -> None:
         bin_dir = _bin(root)
         script = root / "ensure-chromium"
         shutil.copy(SCRIPT, script)
-        result = subprocess.run([*prefix, str(script)], env={"PATH": str(bin_dir)},  # type: ignore[list-item]
+        result = subprocess.run([*prefix, str(script)], env={"PATH": str(bin_dir)},
                                 capture_output=True, text=True, timeout=60, check=False)
         assert result.returncode == 0, result.stderr
         assert "sudo apt-get update && sudo apt-get install -y chromium" in result.stderr

@@ -29,6 +29,7 @@ def encode(audio: np.ndarray, codec: str, fmt: str, bit_rate: int) -> bytes:
     sink = io.BytesIO()
     with av.open(sink, mode="w", format=fmt) as container:
         stream = container.add_stream(codec, rate=PESQ_RATE, layout="mono")
+        assert isinstance(stream, av.AudioStream)  # an audio codec's stream
         stream.bit_rate = bit_rate
         frame = av.AudioFrame.from_ndarray(audio.reshape(1, -1), format="flt", layout="mono")
         frame.sample_rate = PESQ_RATE

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bench import design
@@ -17,7 +19,7 @@ SECOND = PCM_BYTES_PER_S  # bytes of one second of pcm
     ([(0.0, SECOND // 2), (1.0, SECOND // 2), (3.0, SECOND)], 0.5 + 1.5),  # stalls add up
     ([], 0.0),
 ])
-def test_playback_stall_is_silence_after_the_first_byte(chunks, stall) -> None:
+def test_playback_stall_is_silence_after_the_first_byte(chunks: list[tuple[float, int]], stall: float) -> None:
     assert design.playback_stall_s(chunks) == pytest.approx(stall)
 
 
@@ -28,9 +30,11 @@ def test_p95_is_an_observed_value() -> None:
     assert design.p95(list(map(float, range(1, 101)))) == 95.0
 
 
-def _design(deadline: list[float], round_robin: list[float], ratio: float | None) -> dict:
-    rows = lambda stalls: [{"sessions": n, "ttfa_p95_ms": 100.0, "stall_ms_per_audio_min": s,  # noqa: E731
-                            "stall_by_pattern": [s - 1.0, s + 1.0]} for n, s in zip((2, 4, 8), stalls)]
+def _design(deadline: list[float], round_robin: list[float], ratio: float | None) -> dict[str, Any]:
+    def rows(stalls: list[float]) -> list[dict[str, Any]]:
+        return [{"sessions": n, "ttfa_p95_ms": 100.0, "stall_ms_per_audio_min": s,
+                 "stall_by_pattern": [s - 1.0, s + 1.0]} for n, s in zip((2, 4, 8), stalls)]
+
     return {"factorial_ttfa_ms": {"windowed": {"sentence/stream": 1.0, "sentence/bidi": 2.0,
                                                "fragment/stream": 3.0, "fragment/bidi": 4.0}},
             "sentence_ttfa": {"windowed": {"short_ms": 300.0, "long_ms": 400.0, "ratio": ratio}},

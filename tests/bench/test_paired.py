@@ -6,7 +6,7 @@ import pytest
 
 from bench.paired import parse_variant, summarize, turns
 
-VARIANTS = {
+VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "deadline": ("deadline", {}),
     "round_robin:variants=round_robin": ("round_robin", {"variants": "round_robin"}),
     "wait:PYTHONPATH=/tmp/w/containers/kokoro,ADMIT_MARGIN=0.5":
@@ -16,13 +16,13 @@ VARIANTS = {
 
 
 @pytest.mark.parametrize("text,expected", VARIANTS.items(), ids=list(VARIANTS))
-def test_a_variant_is_a_name_and_its_settings(text, expected) -> None:
+def test_a_variant_is_a_name_and_its_settings(text: str, expected: tuple[str, dict[str, str]]) -> None:
     assert parse_variant(text) == expected
 
 
 @pytest.mark.parametrize("text,field", [("", "variant"), ("2x:A=1", "variant"), ("x:A", "variant x"),
                                         ("x:=1", "variant x")])
-def test_a_bad_variant_is_refused_naming_it(text, field) -> None:
+def test_a_bad_variant_is_refused_naming_it(text: str, field: str) -> None:
     with pytest.raises(ValueError, match=field):
         parse_variant(text)
 

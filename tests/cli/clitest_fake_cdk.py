@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from typing import Any
 
 import clitest_support as support
 
@@ -74,8 +75,9 @@ def deploy_real_foundation(context: dict[str, str]) -> None:
     from infra.config import DEFAULTS, Settings
     from infra.foundation import FoundationStack
 
-    chosen = {key: context[key] for key in ("bedrockModelId", "endpointName") if key in context}
-    settings = Settings.from_context({**DEFAULTS, **chosen}.get)
+    chosen: dict[str, str] = {key: context[key] for key in ("bedrockModelId", "endpointName") if key in context}
+    merged: dict[str, Any] = {**DEFAULTS, **chosen}
+    settings = Settings.from_context(merged.get)
     template = Template.from_stack(FoundationStack(App(), "KokoroTtsFoundation", settings=settings)).to_json()
     if "KokoroTtsFoundation" in support.stack_names():
         support.session().client("cloudformation").delete_stack(StackName="KokoroTtsFoundation")

@@ -9,6 +9,7 @@ import ast
 import functools
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,7 @@ class _Clients:
 
 @functools.cache
 def _client(region: str, service: str) -> Any:
-    return boto3.Session(region_name=region).client(service)  # type: ignore[call-overload]
+    return boto3.Session(region_name=region).client(service)
 
 
 def session(region: str = "us-east-1") -> _Clients:
@@ -76,7 +77,7 @@ def create_stack(
         cfn.create_stack(StackName=name, TemplateBody=json.dumps(template))
 
 
-def put_template(name: str, template: dict[str, Any], region: str = "us-east-1") -> None:
+def put_template(name: str, template: Mapping[str, Any], region: str = "us-east-1") -> None:
     """Create or update ``name`` from a full template (a synthesized one, IAM included)."""
     cfn = session(region).client("cloudformation")
     args = {"StackName": name, "TemplateBody": json.dumps(template), "Capabilities": ["CAPABILITY_IAM"]}

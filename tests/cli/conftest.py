@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from agent_harness import browser  # noqa: F401 (a pytest fixture: headless Chromium)
@@ -113,12 +114,20 @@ def aws(moto_url: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> AwsEn
     return AwsEnv(url=moto_url, tmp=tmp_path)
 
 
+class CdkCall(TypedDict):
+    """One line of the fake CDK CLI's log (clitest_fake_cdk.py)."""
+
+    argv: list[str]
+    cwd: str
+    region: str | None
+
+
 @dataclass(frozen=True)
 class FakeTools:
     bin: Path
     log: Path
 
-    def calls(self) -> list[dict[str, object]]:
+    def calls(self) -> list[CdkCall]:
         import json
 
         if not self.log.exists():

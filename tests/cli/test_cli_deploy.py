@@ -7,7 +7,9 @@ is real boto3 against moto_server.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pytest
 from clitest_support import (
     CACHE_BUCKET,
     REVISION,
@@ -17,15 +19,18 @@ from clitest_support import (
     put_bootstrap_param,
     session,
 )
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from cli import deploy_agent, deploy_tts
+
+if TYPE_CHECKING:
+    from conftest import AwsEnv, FakeTools  # the fixtures' types
 
 runner = CliRunner()
 TTS_ARGS = ["deploy", "--yes", "--instance-type", "ml.m5.xlarge", "--wait-timeout", "30"]
 
 
-def _assert_clean_failure(result, *texts: str) -> None:  # type: ignore[no-untyped-def]
+def _assert_clean_failure(result: Result, *texts: str) -> None:
     assert result.exit_code != 0, result.output
     assert isinstance(result.exception, SystemExit)
     assert "Traceback" not in result.output
@@ -33,7 +38,9 @@ def _assert_clean_failure(result, *texts: str) -> None:  # type: ignore[no-untyp
         assert text in result.output, result.output
 
 
-def test_deploy_without_credentials_fails_cleanly(aws, fake_tools, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_without_credentials_fails_cleanly(
+    aws: AwsEnv, fake_tools: FakeTools, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(make_model_dir(tmp_path / "m"))])
@@ -43,7 +50,7 @@ def test_deploy_without_credentials_fails_cleanly(aws, fake_tools, monkeypatch, 
     _assert_clean_failure(agent, "No usable AWS credentials found.")
 
 
-def test_deploy_without_docker_explains(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_without_docker_explains(aws: AwsEnv, fake_tools: FakeTools, tmp_path: Path) -> None:
     put_bootstrap_param()
     (fake_tools.bin / "docker").unlink()
     result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(make_model_dir(tmp_path / "m"))])
@@ -51,7 +58,7 @@ def test_deploy_without_docker_explains(aws, fake_tools, tmp_path: Path) -> None
     assert fake_tools.calls() == []  # nothing long started
 
 
-def test_deploy_with_docker_engine_down_explains(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_with_docker_engine_down_explains(aws: AwsEnv, fake_tools: FakeTools, tmp_path: Path) -> None:
     put_bootstrap_param()
     (fake_tools.bin / "docker").write_text(
         "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock.' >&2\nexit 1\n"
@@ -60,7 +67,7 @@ def test_deploy_with_docker_engine_down_explains(aws, fake_tools, tmp_path: Path
     _assert_clean_failure(result, "Docker engine not reachable", "Cannot connect to the Docker daemon", "docker info")
 
 
-def test_deploy_reports_every_missing_piece(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_reports_every_missing_piece(aws: AwsEnv, fake_tools: FakeTools, tmp_path: Path) -> None:
     for tool in ("node", "npx", "docker"):
         (fake_tools.bin / tool).unlink()
     result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(tmp_path / "nope")])
@@ -75,7 +82,7 @@ def test_deploy_reports_every_missing_piece(aws, fake_tools, tmp_path: Path) -> 
     )
 
 
-def test_deploy_tts_end_to_end(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_tts_end_to_end(aws: AwsEnv, fake_tools: FakeTools, tmp_path: Path) -> None:
     put_bootstrap_param()
     model = make_model_dir(tmp_path / "model")
     result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(model), "--engine", "onnx",
@@ -110,7 +117,9 @@ def test_deploy_tts_end_to_end(aws, fake_tools, tmp_path: Path) -> None:  # type
     assert again.exit_code == 0 and "0 copied, 4 already present" in again.output
 
 
-def test_deploy_stops_at_the_failing_stack(aws, fake_tools, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_stops_at_the_failing_stack(
+    aws: AwsEnv, fake_tools: FakeTools, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     put_bootstrap_param()
     monkeypatch.setenv("FAKE_CDK_FAIL", "KokoroTtsModelCache")
     result = runner.invoke(deploy_tts.app, [*TTS_ARGS, "--model-dir", str(make_model_dir(tmp_path / "m"))])
@@ -118,7 +127,7 @@ def test_deploy_stops_at_the_failing_stack(aws, fake_tools, monkeypatch, tmp_pat
     assert len(fake_tools.calls()) == 2
 
 
-def test_deploy_asks_before_deploying(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_asks_before_deploying(aws: AwsEnv, fake_tools: FakeTools, tmp_path: Path) -> None:
     put_bootstrap_param()
     args = [a for a in TTS_ARGS if a != "--yes"]
     result = runner.invoke(deploy_tts.app, [*args, "--model-dir", str(make_model_dir(tmp_path / "m"))], input="n\n")
@@ -126,14 +135,16 @@ def test_deploy_asks_before_deploying(aws, fake_tools, tmp_path: Path) -> None: 
     assert fake_tools.calls() == []
 
 
-def test_deploy_rejects_inconsistent_options(aws) -> None:  # type: ignore[no-untyped-def]
+def test_deploy_rejects_inconsistent_options(aws: AwsEnv) -> None:
     result = runner.invoke(deploy_tts.app, ["deploy", "--min-instances", "3", "--max-instances", "1"])
     _assert_clean_failure(result, "--min-instances 3: minInstances (3) is greater than maxInstances (1).")
     bad = runner.invoke(deploy_tts.app, ["deploy", "--instance-type", "g5.xlarge"])
     _assert_clean_failure(bad, "--instance-type g5.xlarge: 'g5.xlarge' is invalid")
 
 
-def test_min_instances_zero_is_refused_before_anything(aws, fake_tools, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_min_instances_zero_is_refused_before_anything(
+    aws: AwsEnv, fake_tools: FakeTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Synthesis refuses 0; the CLI says so before the credential check, the plan and the prompt."""
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")  # had it reached AWS, the error would be about credentials
     result = runner.invoke(deploy_tts.app, ["deploy", "--min-instances", "0"], input="y\n")
@@ -143,14 +154,14 @@ def test_min_instances_zero_is_refused_before_anything(aws, fake_tools, monkeypa
     assert fake_tools.calls() == []
 
 
-def test_agent_deploy_needs_the_tts_stacks(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
+def test_agent_deploy_needs_the_tts_stacks(aws: AwsEnv, fake_tools: FakeTools) -> None:
     put_bootstrap_param()
     result = runner.invoke(deploy_agent.app, ["deploy", "--yes"])
     _assert_clean_failure(result, "KokoroTtsFoundation is not deployed", "deploy-tts deploy")
     assert fake_tools.calls() == []
 
 
-def test_agent_deploy_end_to_end(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
+def test_agent_deploy_end_to_end(aws: AwsEnv, fake_tools: FakeTools) -> None:
     put_bootstrap_param()
     deploy_foundation()
     deploy_endpoint(name="kokoro-tts-e2e")
@@ -163,7 +174,9 @@ def test_agent_deploy_end_to_end(aws, fake_tools) -> None:  # type: ignore[no-un
     assert "Next: deploy-agent status" in result.stdout
 
 
-def test_diff_passes_the_cdk_exit_code_through(aws, fake_tools, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_diff_passes_the_cdk_exit_code_through(
+    aws: AwsEnv, fake_tools: FakeTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("FAKE_CDK_DIFF_EXIT", "3")
     result = runner.invoke(deploy_tts.app, ["diff", "--fail", "--engine", "onnx", "--instance-type", "ml.c5.xlarge"])
     assert result.exit_code == 3
@@ -177,7 +190,7 @@ def test_diff_passes_the_cdk_exit_code_through(aws, fake_tools, monkeypatch) -> 
     assert fake_tools.calls()[-1]["argv"][2:4] == ["diff", "KokoroAgentRuntime"]
 
 
-def test_diff_deployed_uses_the_context_the_endpoint_was_deployed_with(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
+def test_diff_deployed_uses_the_context_the_endpoint_was_deployed_with(aws: AwsEnv, fake_tools: FakeTools) -> None:
     """CI's diff: the Endpoint stack's DeployContext output, not cdk.json's defaults."""
     import json
 
@@ -194,6 +207,6 @@ def test_diff_deployed_uses_the_context_the_endpoint_was_deployed_with(aws, fake
         assert argv[argv.index(pair) - 1] == "-c"
 
 
-def test_diff_without_node_explains(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
+def test_diff_without_node_explains(aws: AwsEnv, fake_tools: FakeTools) -> None:
     (fake_tools.bin / "node").unlink()
     _assert_clean_failure(runner.invoke(deploy_tts.app, ["diff"]), "node not found on PATH", "Node.js")

@@ -14,7 +14,9 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+import pytest
 from botocore.stub import Stubber
 from clitest_support import (
     DEFAULT_MODEL,
@@ -27,11 +29,14 @@ from clitest_support import (
     put_bootstrap_param,
     scaling_state,
 )
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from cli import deploy_agent, deploy_tts
 from cli.aws import make_target
 from cli.bedrock import check_model_access
+
+if TYPE_CHECKING:
+    from conftest import AwsEnv, FakeTools  # the fixtures' types
 
 runner = CliRunner()
 HERE = Path(__file__).resolve().parent
@@ -40,11 +45,13 @@ NOVA = "amazon.nova-lite-v1:0"
 NOVA_ARN = f"arn:aws:bedrock:us-east-1::foundation-model/{NOVA}"
 
 
-def _tts(model: Path, *args: str):  # type: ignore[no-untyped-def]
+def _tts(model: Path, *args: str) -> Result:
     return runner.invoke(deploy_tts.app, ["deploy", "--yes", "--wait-timeout", "30", "--model-dir", str(model), *args])
 
 
-def test_changing_the_instance_type_of_an_autoscaled_endpoint_succeeds(aws, fake_tools, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_changing_the_instance_type_of_an_autoscaled_endpoint_succeeds(
+    aws: AwsEnv, fake_tools: FakeTools, tmp_path: Path
+) -> None:
     put_bootstrap_param()
     model = make_model_dir(tmp_path / "m")
     first = _tts(model, "--instance-type", GPU_TYPE)
@@ -67,7 +74,7 @@ def test_changing_the_instance_type_of_an_autoscaled_endpoint_succeeds(aws, fake
     assert same.exit_code == 0 and "deregistered" not in same.output
 
 
-def test_the_stand_in_refuses_a_type_change_while_scaling_is_registered(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
+def test_the_stand_in_refuses_a_type_change_while_scaling_is_registered(aws: AwsEnv, fake_tools: FakeTools) -> None:
     """Without the CLI's deregistration the same deploy fails: the test above is not vacuous."""
     deploy_endpoint(instance_type=GPU_TYPE, autoscaling=True)
     fake = subprocess.run(
@@ -78,7 +85,9 @@ def test_the_stand_in_refuses_a_type_change_while_scaling_is_registered(aws, fak
     assert endpoint_instance_type() == GPU_TYPE
 
 
-def test_a_failed_type_change_restores_the_old_scaling(aws, fake_tools, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_failed_type_change_restores_the_old_scaling(
+    aws: AwsEnv, fake_tools: FakeTools, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     put_bootstrap_param()
     model = make_model_dir(tmp_path / "m")
     assert _tts(model, "--instance-type", GPU_TYPE).exit_code == 0
@@ -91,7 +100,9 @@ def test_a_failed_type_change_restores_the_old_scaling(aws, fake_tools, monkeypa
     assert len(targets) == 1 and policies == ["kokoro-tts-concurrent-requests-per-model"]
 
 
-def test_a_tts_redeploy_keeps_the_model_the_agent_deploy_granted(aws, fake_tools, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_tts_redeploy_keeps_the_model_the_agent_deploy_granted(
+    aws: AwsEnv, fake_tools: FakeTools, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     """The foundation here is the real FoundationStack template (synthesized by the fake CDK from
     the context it is given) created in moto, so "granted" means the agent role's policy in IAM."""
     monkeypatch.setenv("FAKE_CDK_REAL_FOUNDATION", "1")
@@ -111,7 +122,7 @@ def test_a_tts_redeploy_keeps_the_model_the_agent_deploy_granted(aws, fake_tools
     assert plain.exit_code == 0 and f"bedrockModelId={NOVA}" in fake_tools.calls()[-1]["argv"]
 
 
-def test_the_profile_prefix_must_match_the_region(aws, fake_tools) -> None:  # type: ignore[no-untyped-def]
+def test_the_profile_prefix_must_match_the_region(aws: AwsEnv, fake_tools: FakeTools) -> None:
     wrong = runner.invoke(deploy_agent.app, ["deploy", "--yes", "--region", "eu-west-1",
                                              "--bedrock-model-id", DEFAULT_MODEL])
     assert wrong.exit_code == 1
@@ -121,7 +132,9 @@ def test_the_profile_prefix_must_match_the_region(aws, fake_tools) -> None:  # t
     assert fake_tools.calls() == []
 
 
-def test_preflight_reports_a_builder_without_arm64(aws, fake_tools, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_preflight_reports_a_builder_without_arm64(
+    aws: AwsEnv, fake_tools: FakeTools, monkeypatch: pytest.MonkeyPatch
+) -> None:
     put_bootstrap_param()
     deploy_foundation()
     deploy_endpoint(name="kokoro-tts")
@@ -134,7 +147,7 @@ def test_preflight_reports_a_builder_without_arm64(aws, fake_tools, monkeypatch)
     assert fake_tools.calls() == []  # nothing slow started
 
 
-def test_model_access_check_says_how_to_enable_the_model(aws) -> None:  # type: ignore[no-untyped-def]
+def test_model_access_check_says_how_to_enable_the_model(aws: AwsEnv) -> None:
     """moto has no GetFoundationModelAvailability: botocore's Stubber (validating against the real
     service model) answers here. Against moto the check reports itself as not checked."""
     target = make_target(profile=None, region="us-east-1")

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
+import typer
 from clitest_support import create_stack
 from typer.testing import CliRunner
 
 from cli import deploy_agent, deploy_tts
+
+if TYPE_CHECKING:
+    from conftest import AwsEnv  # the fixtures' types
 
 runner = CliRunner()
 COMMANDS = [
@@ -21,7 +26,9 @@ COMMANDS = [
 
 
 @pytest.mark.parametrize(("app", "command"), COMMANDS, ids=[f"{a.info.name}-{c}" for a, c in COMMANDS])
-def test_every_command_has_help_with_region_and_profile(app, command: str, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_every_command_has_help_with_region_and_profile(
+    app: typer.Typer, command: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     result = runner.invoke(app, [command, "--help"])
     assert result.exit_code == 0, result.output
@@ -29,14 +36,14 @@ def test_every_command_has_help_with_region_and_profile(app, command: str, monke
 
 
 @pytest.mark.parametrize("app", [deploy_tts.app, deploy_agent.app])
-def test_top_level_help_lists_commands(app) -> None:  # type: ignore[no-untyped-def]
+def test_top_level_help_lists_commands(app: typer.Typer) -> None:
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     for command in ("deploy", "diff", "status", "teardown"):
         assert command in result.stdout
 
 
-def test_tts_deploy_help_lists_its_options(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_tts_deploy_help_lists_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("COLUMNS", "200")
     text = runner.invoke(deploy_tts.app, ["deploy", "--help"]).stdout
     for flag in ("--instance-type", "--engine", "--endpoint-name", "--min-instances", "--max-instances",
@@ -45,7 +52,7 @@ def test_tts_deploy_help_lists_its_options(monkeypatch) -> None:  # type: ignore
 
 
 @pytest.fixture
-def profile_files(aws, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def profile_files(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """A 'kokoro' profile in eu-west-1; no credentials or region in the environment."""
     config, creds = tmp_path / "aws-config", tmp_path / "aws-credentials"
     config.write_text("[profile kokoro]\nregion = eu-west-1\n")
@@ -58,13 +65,14 @@ def profile_files(aws, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-
         monkeypatch.delenv(name)
 
 
-def _status(*args: str) -> dict:  # type: ignore[type-arg]
+def _status(*args: str) -> dict[str, Any]:
     result = runner.invoke(deploy_tts.app, ["status", "--json", *args])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    status: dict[str, Any] = json.loads(result.stdout)
+    return status
 
 
-def test_profile_supplies_credentials_and_region(profile_files) -> None:  # type: ignore[no-untyped-def]
+def test_profile_supplies_credentials_and_region(profile_files: None) -> None:
     report = _status("--profile", "kokoro")
     assert report["region"] == "eu-west-1"
     assert report["stacks"][0] == {
@@ -74,32 +82,32 @@ def test_profile_supplies_credentials_and_region(profile_files) -> None:  # type
     }
 
 
-def test_region_flag_overrides_the_profile(profile_files) -> None:  # type: ignore[no-untyped-def]
+def test_region_flag_overrides_the_profile(profile_files: None) -> None:
     report = _status("--profile", "kokoro", "--region", "us-west-2")
     assert report["region"] == "us-west-2"
     assert report["stacks"][0]["status"] == "NOT_DEPLOYED"  # the stack lives in eu-west-1
 
 
-def test_without_profile_there_are_no_credentials(profile_files) -> None:  # type: ignore[no-untyped-def]
+def test_without_profile_there_are_no_credentials(profile_files: None) -> None:
     result = runner.invoke(deploy_tts.app, ["status", "--region", "eu-west-1"])
     assert result.exit_code == 1
     assert "No usable AWS credentials found." in result.output and "Traceback" not in result.output
 
 
-def test_unknown_profile_is_a_clear_error(profile_files) -> None:  # type: ignore[no-untyped-def]
+def test_unknown_profile_is_a_clear_error(profile_files: None) -> None:
     result = runner.invoke(deploy_agent.app, ["status", "--profile", "nope"])
     assert result.exit_code == 1
     assert "AWS profile 'nope' not found." in result.output
 
 
-def test_missing_region_is_a_clear_error(profile_files, monkeypatch, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_missing_region_is_a_clear_error(profile_files: None, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "empty-config"))
     result = runner.invoke(deploy_tts.app, ["teardown", "--yes", "--profile", "kokoro"])
     assert result.exit_code == 1
     assert "No AWS region set." in result.output and "--region" in result.output
 
 
-def test_unreachable_aws_is_a_clear_error(aws, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_unreachable_aws_is_a_clear_error(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
     result = runner.invoke(deploy_tts.app, ["status"])

@@ -12,13 +12,16 @@ import os
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 import pytest
 from clitest_support import REVISION, session
 
 from cli.model_cache import sync_model_cache
 from cli.model_sources import HuggingFaceSource, SyncError
+
+if TYPE_CHECKING:
+    from conftest import AwsEnv  # the fixtures' types
 
 REPO = "hexgrad/Kokoro-82M"
 FILES = {
@@ -64,7 +67,9 @@ class _Hub(BaseHTTPRequestHandler):
         if self.path == tree + "?recursive=true":
             page = [{"type": "directory", "path": "voices", "oid": "x", "size": 0},
                     _entry("README.md"), _entry("config.json")]
-            nxt = f"http://127.0.0.1:{self.server.server_address[1]}{tree}?recursive=true&cursor=2"
+            address = self.server.server_address
+            assert isinstance(address, tuple)  # an IPv4 (host, port)
+            nxt = f"http://127.0.0.1:{address[1]}{tree}?recursive=true&cursor=2"
             self._send(json.dumps(page).encode(), {"Link": f'<{nxt}>; rel="next"'})
         elif self.path == tree + "?recursive=true&cursor=2":
             self._send(json.dumps([_entry("kokoro-v1_0.pth"), _entry("voices/af_heart.pt")]).encode())
@@ -96,7 +101,7 @@ def test_lists_wanted_files_across_pages(hub: str) -> None:
     assert files[0].sha256 is None and files[0].git_blob_sha1
 
 
-def test_sync_from_hub_then_rerun_downloads_only_small_files(aws, hub: str) -> None:  # type: ignore[no-untyped-def]
+def test_sync_from_hub_then_rerun_downloads_only_small_files(aws: AwsEnv, hub: str) -> None:
     s3 = session().client("s3")
     s3.create_bucket(Bucket="hub-cache")
     source = HuggingFaceSource(REPO, REVISION, endpoint=hub, token="")

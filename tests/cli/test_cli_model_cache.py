@@ -8,12 +8,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from clitest_support import REVISION, make_model_dir, session
 
-from cli.model_cache import read_manifest, sync_model_cache
-from cli.model_sources import LocalDirSource, SourceFile, SyncError
+from cli.model_cache import SyncResult, read_manifest, sync_model_cache
+from cli.model_sources import ByteCallback, LocalDirSource, SourceFile, SyncError
+
+if TYPE_CHECKING:
+    from conftest import AwsEnv  # the fixtures' types
 
 BUCKET = "kokoro-cache-unit"
 PREFIX = f"models/kokoro-82m/{REVISION}/"
@@ -21,23 +25,23 @@ MODEL_FILES = ["config.json", "kokoro-v1_0.pth", "voices/af_heart.pt", "voices/x
 
 
 @pytest.fixture
-def s3(aws):  # type: ignore[no-untyped-def]
+def s3(aws: AwsEnv) -> Any:  # a boto3 client (untyped)
     client = session().client("s3")
     client.create_bucket(Bucket=BUCKET)
     return client
 
 
-def _keys(s3) -> set[str]:  # type: ignore[no-untyped-def]
+def _keys(s3: Any) -> set[str]:
     return {o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])}
 
 
-def _sync(s3, model_dir: Path, **kwargs):  # type: ignore[no-untyped-def]
+def _sync(s3: Any, model_dir: Path, **kwargs: Any) -> SyncResult:
     return sync_model_cache(
         s3=s3, bucket=BUCKET, prefix=PREFIX, source=LocalDirSource(model_dir), revision=REVISION, **kwargs
     )
 
 
-def test_sync_uploads_model_files_and_writes_manifest(s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_sync_uploads_model_files_and_writes_manifest(s3: Any, tmp_path: Path) -> None:
     model = make_model_dir(tmp_path / "model")
     result = _sync(s3, model)
     assert result.summary == "4 copied, 0 already present"
@@ -53,7 +57,7 @@ def test_sync_uploads_model_files_and_writes_manifest(s3, tmp_path: Path) -> Non
     assert "synced_at" in manifest
 
 
-def test_rerun_copies_nothing(s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_rerun_copies_nothing(s3: Any, tmp_path: Path) -> None:
     model = make_model_dir(tmp_path / "model")
     _sync(s3, model)
     first = s3.get_object(Bucket=BUCKET, Key=PREFIX + "manifest.json")["Body"].read()
@@ -63,7 +67,7 @@ def test_rerun_copies_nothing(s3, tmp_path: Path) -> None:  # type: ignore[no-un
     assert s3.get_object(Bucket=BUCKET, Key=PREFIX + "manifest.json")["Body"].read() == first
 
 
-def test_changed_file_is_the_only_one_copied(s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_changed_file_is_the_only_one_copied(s3: Any, tmp_path: Path) -> None:
     model = make_model_dir(tmp_path / "model")
     _sync(s3, model)
     (model / "voices" / "x.pt").write_bytes(os.urandom(1_500))  # same size, new content
@@ -89,12 +93,12 @@ class _WrongHashSource:
         return [replace(f, sha256="0" * 64) if f.path == self.bad else f for f in self.inner.list_files()]
 
     @contextmanager
-    def fetch(self, file: SourceFile, *, on_bytes=None) -> Iterator[Path]:  # type: ignore[no-untyped-def]
+    def fetch(self, file: SourceFile, *, on_bytes: ByteCallback | None = None) -> Iterator[Path]:
         with self.inner.fetch(file, on_bytes=on_bytes) as path:
             yield path
 
 
-def test_sha_mismatch_from_source_is_refused(s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_sha_mismatch_from_source_is_refused(s3: Any, tmp_path: Path) -> None:
     source = _WrongHashSource(LocalDirSource(make_model_dir(tmp_path / "model")), "voices/af_heart.pt")
     with pytest.raises(SyncError, match=r"sha256 mismatch for voices/af_heart.pt from tampered-source"):
         sync_model_cache(s3=s3, bucket=BUCKET, prefix=PREFIX, source=source, revision=REVISION)
@@ -102,7 +106,7 @@ def test_sha_mismatch_from_source_is_refused(s3, tmp_path: Path) -> None:  # typ
     assert PREFIX + "manifest.json" not in _keys(s3)  # no manifest for an incomplete cache
 
 
-def test_big_file_goes_multipart_and_stays_idempotent(s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_big_file_goes_multipart_and_stays_idempotent(s3: Any, tmp_path: Path) -> None:
     model = make_model_dir(tmp_path / "model", weights=os.urandom(6 * 1024 * 1024))
     result = _sync(s3, model, multipart_threshold=5 * 1024 * 1024)
     assert "kokoro-v1_0.pth" in result.copied
@@ -112,7 +116,7 @@ def test_big_file_goes_multipart_and_stays_idempotent(s3, tmp_path: Path) -> Non
     assert _sync(s3, model, multipart_threshold=5 * 1024 * 1024).copied == []
 
 
-def test_objects_without_metadata_count_as_present_via_manifest(s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_objects_without_metadata_count_as_present_via_manifest(s3: Any, tmp_path: Path) -> None:
     model = make_model_dir(tmp_path / "model")
     _sync(s3, model)
     # Re-put one object without the sha256 metadata (as `aws s3 cp` would): the manifest vouches.
@@ -120,7 +124,7 @@ def test_objects_without_metadata_count_as_present_via_manifest(s3, tmp_path: Pa
     assert _sync(s3, model).copied == []
 
 
-def test_not_a_model_dir_is_refused(s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_not_a_model_dir_is_refused(s3: Any, tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     with pytest.raises(SyncError, match="does not look like a Kokoro model directory"):
         _sync(s3, tmp_path / "empty")
@@ -128,7 +132,7 @@ def test_not_a_model_dir_is_refused(s3, tmp_path: Path) -> None:  # type: ignore
         _sync(s3, tmp_path / "missing")
 
 
-def test_manifest_json_matches_contract(s3, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_manifest_json_matches_contract(s3: Any, tmp_path: Path) -> None:
     _sync(s3, make_model_dir(tmp_path / "model"))
     raw = json.loads(s3.get_object(Bucket=BUCKET, Key=PREFIX + "manifest.json")["Body"].read())
     assert set(raw) == {"model", "revision", "files", "synced_at"}

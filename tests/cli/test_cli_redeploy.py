@@ -10,24 +10,28 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pytest
 from clitest_support import make_model_dir, put_bootstrap_param
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 
 from cli import deploy_tts
+
+if TYPE_CHECKING:
+    from conftest import AwsEnv, FakeTools  # the fixtures' types
 
 runner = CliRunner()
 FIRST = ["--instance-type", "ml.c5.xlarge", "--engine", "onnx", "--min-instances", "2", "--max-instances", "4",
          "--alarm-email", "ops@example.com"]
 
 
-def _deploy(model: Path, *args: str, answer: str | None = None):  # type: ignore[no-untyped-def]
+def _deploy(model: Path, *args: str, answer: str | None = None) -> Result:
     base = ["deploy", "--wait-timeout", "30", "--model-dir", str(model)]
     return runner.invoke(deploy_tts.app, [*base, *(["--yes"] if answer is None else []), *args], input=answer)
 
 
-def _endpoint_contexts(fake_tools) -> list[dict[str, str]]:  # type: ignore[no-untyped-def]
+def _endpoint_contexts(fake_tools: FakeTools) -> list[dict[str, str]]:
     """The `-c` context of every `cdk deploy KokoroTtsEndpoint`, in order."""
     found = []
     for call in fake_tools.calls():
@@ -37,7 +41,7 @@ def _endpoint_contexts(fake_tools) -> list[dict[str, str]]:  # type: ignore[no-u
     return found
 
 
-def _synthesize(context: dict[str, str], monkeypatch) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _synthesize(context: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     from infra.snapshot import synthesize
 
     monkeypatch.setenv("PATH", os.environ["FAKE_CDK_REAL_PATH"])  # jsii needs the real node
@@ -47,8 +51,9 @@ def _synthesize(context: dict[str, str], monkeypatch) -> dict[str, Any]:  # type
         monkeypatch.setenv("PATH", str(Path(os.environ["FAKE_CDK_LOG"]).parent / "bin"))
 
 
-def test_a_second_deploy_without_flags_synthesizes_the_same_templates(aws, fake_tools, monkeypatch,  # type: ignore[no-untyped-def]
-                                                                      tmp_path: Path) -> None:
+def test_a_second_deploy_without_flags_synthesizes_the_same_templates(
+    aws: AwsEnv, fake_tools: FakeTools, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     put_bootstrap_param()
     model = make_model_dir(tmp_path / "m")
     first = _deploy(model, *FIRST)
@@ -70,7 +75,7 @@ def test_a_second_deploy_without_flags_synthesizes_the_same_templates(aws, fake_
     assert kinds["AWS::SNS::Subscription"]["Endpoint"] == "ops@example.com"
 
 
-def test_a_flag_changes_one_setting_and_the_plan_says_so_before_anything(aws, fake_tools,  # type: ignore[no-untyped-def]
+def test_a_flag_changes_one_setting_and_the_plan_says_so_before_anything(aws: AwsEnv, fake_tools: FakeTools,
                                                                           tmp_path: Path) -> None:
     put_bootstrap_param()
     model = make_model_dir(tmp_path / "m")

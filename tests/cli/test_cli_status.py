@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+import pytest
+import typer
 from clitest_support import (
     CACHE_BUCKET,
     REVISION,
@@ -21,16 +24,20 @@ from cli import deploy_agent, deploy_tts
 from cli.model_cache import sync_model_cache
 from cli.model_sources import LocalDirSource
 
+if TYPE_CHECKING:
+    from conftest import AwsEnv  # the fixtures' types
+
 runner = CliRunner()
 
 
-def _json(app, *args: str) -> dict:  # type: ignore[no-untyped-def,type-arg]
+def _json(app: typer.Typer, *args: str) -> dict[str, Any]:
     result = runner.invoke(app, ["status", "--json", *args])
     assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+    status: dict[str, Any] = json.loads(result.stdout)
+    return status
 
 
-def test_tts_status_when_nothing_is_deployed(aws) -> None:  # type: ignore[no-untyped-def]
+def test_tts_status_when_nothing_is_deployed(aws: AwsEnv) -> None:
     report = _json(deploy_tts.app)
     assert report["account"] == "123456789012" and report["region"] == "us-east-1"
     assert [s["status"] for s in report["stacks"]] == ["NOT_DEPLOYED"] * 3
@@ -40,7 +47,7 @@ def test_tts_status_when_nothing_is_deployed(aws) -> None:  # type: ignore[no-un
     assert table.exit_code == 0 and "not deployed" in table.stdout
 
 
-def test_tts_status_reports_endpoint_and_manifest(aws, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_tts_status_reports_endpoint_and_manifest(aws: AwsEnv, tmp_path: Path) -> None:
     deploy_foundation()
     deploy_model_cache()
     deploy_endpoint()
@@ -74,18 +81,18 @@ def test_tts_status_reports_endpoint_and_manifest(aws, tmp_path: Path) -> None: 
         assert text in table.stdout
 
 
-def test_tts_status_with_cache_stack_but_no_manifest(aws) -> None:  # type: ignore[no-untyped-def]
+def test_tts_status_with_cache_stack_but_no_manifest(aws: AwsEnv) -> None:
     deploy_model_cache()
     cache = _json(deploy_tts.app)["model_cache"]
     assert cache["status"] == "EMPTY" and "never synced" in cache["detail"]
 
 
-def test_tts_status_endpoint_name_option(aws) -> None:  # type: ignore[no-untyped-def]
+def test_tts_status_endpoint_name_option(aws: AwsEnv) -> None:
     deploy_endpoint(name="other-endpoint")
     assert _json(deploy_tts.app, "--endpoint-name", "other-endpoint")["endpoint"]["status"] == "InService"
 
 
-def test_agent_status_reports_runtime(aws) -> None:  # type: ignore[no-untyped-def]
+def test_agent_status_reports_runtime(aws: AwsEnv) -> None:
     deploy_foundation()
     deploy_endpoint()
     runtime_id = deploy_agent_runtime()
@@ -97,19 +104,19 @@ def test_agent_status_reports_runtime(aws) -> None:  # type: ignore[no-untyped-d
     assert "READY" in table.stdout and "kokoro_voice_agent" in table.stdout
 
 
-def test_agent_status_not_deployed(aws) -> None:  # type: ignore[no-untyped-def]
+def test_agent_status_not_deployed(aws: AwsEnv) -> None:
     report = _json(deploy_agent.app)
     assert report["runtime"] == {"status": "NOT_DEPLOYED"}
     assert "endpoint" not in report
 
 
-def test_agent_status_runtime_missing_is_explained(aws) -> None:  # type: ignore[no-untyped-def]
+def test_agent_status_runtime_missing_is_explained(aws: AwsEnv) -> None:
     deploy_agent_runtime(runtime_id="gone-1234567890")
     runtime = _json(deploy_agent.app)["runtime"]
     assert runtime["status"] == "NOT_FOUND" and "deleted outside CloudFormation" in runtime["detail"]
 
 
-def test_agent_status_when_agentcore_api_is_unreachable(aws, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_agent_status_when_agentcore_api_is_unreachable(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     deploy_agent_runtime(runtime_id="rt-1234567890")
     monkeypatch.setenv("AWS_ENDPOINT_URL_BEDROCK_AGENTCORE_CONTROL", "http://127.0.0.1:9")  # nothing listens
     monkeypatch.setenv("AWS_MAX_ATTEMPTS", "1")
@@ -120,7 +127,7 @@ def test_agent_status_when_agentcore_api_is_unreachable(aws, monkeypatch) -> Non
     assert table.exit_code == 0 and "not available" in table.stdout
 
 
-def test_tts_status_shows_live_figures_from_cloudwatch(aws) -> None:  # type: ignore[no-untyped-def]
+def test_tts_status_shows_live_figures_from_cloudwatch(aws: AwsEnv) -> None:
     """moto_server's CloudWatch: metric data as the stack's metric filters would publish it, and an
     alarm of the endpoint in ALARM next to another endpoint's. moto 5.2.5 cannot compute percentile
     statistics in GetMetricData (it fails with data present), so first audio is checked empty only."""
@@ -149,7 +156,7 @@ def test_tts_status_shows_live_figures_from_cloudwatch(aws) -> None:  # type: ig
     assert table.exit_code == 0 and "open sessions" in table.stdout and "mine" in table.stdout
 
 
-def test_tts_status_survives_a_cloudwatch_error(aws) -> None:  # type: ignore[no-untyped-def]
+def test_tts_status_survives_a_cloudwatch_error(aws: AwsEnv) -> None:
     """A CloudWatch failure (here moto's own 500 on a percentile with data present) costs the live
     figures only: status still reports the rest and exits 0."""
     from datetime import datetime, timezone

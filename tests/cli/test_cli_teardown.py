@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from clitest_support import (
     AGENT_IMAGE_TAG,
@@ -21,6 +23,9 @@ from clitest_support import (
 from typer.testing import CliRunner
 
 from cli import deploy_agent, deploy_tts
+
+if TYPE_CHECKING:
+    from conftest import AwsEnv  # the fixtures' types
 
 runner = CliRunner()
 
@@ -44,7 +49,7 @@ def _remaining_versions(bucket: str) -> int:
     return len(resp.get("Versions", [])) + len(resp.get("DeleteMarkers", []))
 
 
-def test_teardown_all_empties_versioned_bucket_and_deletes_stacks(aws) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_all_empties_versioned_bucket_and_deletes_stacks(aws: AwsEnv) -> None:
     deploy_foundation()
     deploy_model_cache()
     deploy_endpoint()
@@ -62,7 +67,7 @@ def test_teardown_all_empties_versioned_bucket_and_deletes_stacks(aws) -> None: 
             in " ".join(result.output.split()))
 
 
-def test_teardown_default_keeps_cache_and_foundation(aws) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_default_keeps_cache_and_foundation(aws: AwsEnv) -> None:
     deploy_foundation()
     deploy_model_cache()
     deploy_endpoint()
@@ -72,7 +77,7 @@ def test_teardown_default_keeps_cache_and_foundation(aws) -> None:  # type: igno
     assert "--all" in result.output
 
 
-def test_teardown_is_a_noop_when_nothing_is_deployed(aws) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_is_a_noop_when_nothing_is_deployed(aws: AwsEnv) -> None:
     result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
     assert result.exit_code == 0, result.output
     assert "Nothing to tear down" in result.output
@@ -80,7 +85,7 @@ def test_teardown_is_a_noop_when_nothing_is_deployed(aws) -> None:  # type: igno
     assert again.exit_code == 0 and "Nothing to tear down" in again.output
 
 
-def test_teardown_half_deployed_skips_missing_stacks(aws) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_half_deployed_skips_missing_stacks(aws: AwsEnv) -> None:
     deploy_foundation()
     deploy_model_cache()  # the endpoint never got deployed
     result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
@@ -90,7 +95,7 @@ def test_teardown_half_deployed_skips_missing_stacks(aws) -> None:  # type: igno
 
 
 @pytest.mark.parametrize("answer", ["n\n", ""])
-def test_teardown_refuses_without_yes(aws, answer: str) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_refuses_without_yes(aws: AwsEnv, answer: str) -> None:
     deploy_endpoint()
     result = runner.invoke(deploy_tts.app, ["teardown"], input=answer)
     assert result.exit_code != 0
@@ -99,14 +104,14 @@ def test_teardown_refuses_without_yes(aws, answer: str) -> None:  # type: ignore
     assert stack_names() == {"KokoroTtsEndpoint"}
 
 
-def test_teardown_confirms_with_y(aws) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_confirms_with_y(aws: AwsEnv) -> None:
     deploy_endpoint()
     result = runner.invoke(deploy_tts.app, ["teardown"], input="y\n")
     assert result.exit_code == 0, result.output
     assert stack_names() == set()
 
 
-def test_tts_teardown_refuses_while_agent_is_deployed(aws) -> None:  # type: ignore[no-untyped-def]
+def test_tts_teardown_refuses_while_agent_is_deployed(aws: AwsEnv) -> None:
     deploy_endpoint()
     deploy_agent_runtime()
     result = runner.invoke(deploy_tts.app, ["teardown", "--all", "--yes"])
@@ -115,7 +120,7 @@ def test_tts_teardown_refuses_while_agent_is_deployed(aws) -> None:  # type: ign
     assert stack_names() == {"KokoroTtsEndpoint", "KokoroAgentRuntime"}
 
 
-def test_delete_images_removes_only_images_of_deleted_stacks(aws) -> None:  # type: ignore[no-untyped-def]
+def test_delete_images_removes_only_images_of_deleted_stacks(aws: AwsEnv) -> None:
     deploy_endpoint()
     deploy_agent_runtime()
     for tag in (TTS_IMAGE_TAG, AGENT_IMAGE_TAG, "c" * 64):
@@ -129,14 +134,14 @@ def test_delete_images_removes_only_images_of_deleted_stacks(aws) -> None:  # ty
     assert image_tags() == {"c" * 64}
 
 
-def test_delete_images_when_repository_is_gone(aws) -> None:  # type: ignore[no-untyped-def]
+def test_delete_images_when_repository_is_gone(aws: AwsEnv) -> None:
     deploy_agent_runtime()
     result = runner.invoke(deploy_agent.app, ["teardown", "--yes", "--delete-images"])
     assert result.exit_code == 0, result.output
     assert "repository not found, nothing to delete" in result.output
 
 
-def test_agent_teardown_is_idempotent(aws) -> None:  # type: ignore[no-untyped-def]
+def test_agent_teardown_is_idempotent(aws: AwsEnv) -> None:
     deploy_agent_runtime()
     first = runner.invoke(deploy_agent.app, ["teardown", "--yes"])
     assert first.exit_code == 0 and "KokoroAgentRuntime: deleted" in first.output
@@ -158,7 +163,7 @@ def _inventory() -> dict[str, object]:
     }
 
 
-def test_teardown_all_leaves_nothing_behind(aws) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_all_leaves_nothing_behind(aws: AwsEnv) -> None:
     deploy_foundation()
     deploy_model_cache()
     deploy_endpoint(autoscaling=True)
@@ -188,7 +193,7 @@ def test_teardown_all_leaves_nothing_behind(aws) -> None:  # type: ignore[no-unt
         assert line in result.output, line
 
 
-def test_teardown_all_finds_runtime_log_groups_under_the_deployed_runtime_name(aws) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_all_finds_runtime_log_groups_under_the_deployed_runtime_name(aws: AwsEnv) -> None:
     """The foundation's AgentRuntimeName output names the runtime, whatever agentRuntimeName was."""
     deploy_foundation(runtime_name="voice_prod")
     logs = session().client("logs")
@@ -201,7 +206,7 @@ def test_teardown_all_finds_runtime_log_groups_under_the_deployed_runtime_name(a
     assert left == {"/aws/bedrock-agentcore/runtimes/other_agent-Q1-DEFAULT"}
 
 
-def test_keep_model_cache_keeps_the_cache_and_removes_the_rest(aws) -> None:  # type: ignore[no-untyped-def]
+def test_keep_model_cache_keeps_the_cache_and_removes_the_rest(aws: AwsEnv) -> None:
     deploy_foundation()
     deploy_model_cache()
     deploy_endpoint()
@@ -214,7 +219,7 @@ def test_keep_model_cache_keeps_the_cache_and_removes_the_rest(aws) -> None:  # 
     assert "Kept KokoroTtsModelCache and KokoroTtsFoundation (--keep-model-cache)" in result.output
 
 
-def test_teardown_reports_what_it_could_not_delete(aws, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_teardown_reports_what_it_could_not_delete(aws: AwsEnv, monkeypatch: pytest.MonkeyPatch) -> None:
     deploy_foundation()
     deploy_model_cache()
     # A bucket that cannot be emptied: S3 refuses deletes on an object under legal hold.
@@ -229,7 +234,7 @@ def test_teardown_reports_what_it_could_not_delete(aws, monkeypatch) -> None:  #
     assert f"s3://{CACHE_BUCKET}: deleted" in result.output  # one failure does not stop the rest
 
 
-def test_agent_teardown_all_removes_its_log_groups_and_image(aws) -> None:  # type: ignore[no-untyped-def]
+def test_agent_teardown_all_removes_its_log_groups_and_image(aws: AwsEnv) -> None:
     deploy_endpoint()
     deploy_agent_runtime()
     push_image(AGENT_IMAGE_TAG)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +63,7 @@ def _unaccounted(templates: dict[str, dict[str, Any]], synth: Synthesized) -> li
                if not c.caller.startswith("aws-managed:")}
     rows = [(c.caller, c.action, found.fill(c.resource)) for c in calls(synth.built.settings, ARNS)
             if c.expect == "allow"]
-    grants: list[tuple[str, dict[str, Any]]] = [
+    grants: list[tuple[str, Mapping[str, Any]]] = [
         (callers.get(principal, principal), s) for principal, statements in policies.identity.items()
         for s in statements]
     for statement in policies.resource:

@@ -6,6 +6,7 @@ RollingUpdatePolicy, CapacitySize, AutoRollbackConfig, RetainAllVariantPropertie
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -20,7 +21,7 @@ def _endpoint_template(synth: Synthesized) -> Template:
     return Template.from_json(synth.templates["KokoroTtsEndpoint"])
 
 
-def _resource(synth: Synthesized, kind: str) -> tuple[str, dict[str, Any]]:
+def _resource(synth: Synthesized, kind: str) -> tuple[str, Mapping[str, Any]]:
     (found,) = _endpoint_template(synth).find_resources(kind).items()
     return found
 

@@ -59,7 +59,7 @@ class Server(KokoroProcess):
 
 
 def _idle(status: dict[str, Any]) -> bool:
-    return status["sessions"] == 0 and status["queued"] == 0 and status["running"] == 0
+    return bool(status["sessions"] == 0 and status["queued"] == 0 and status["running"] == 0)
 
 
 def start_server(model_dir: Path, log: Path, *, env: dict[str, str] | None = None, timeout: float = 180) -> Server:

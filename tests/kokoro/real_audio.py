@@ -24,14 +24,21 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pytest
 
-# The listener (pocketsphinx and its word error rate), re-exported for the speech tests.
-from bench.hearing import recognise, wer, words  # noqa: F401
+# The listener (pocketsphinx and its word error rate), re-exported (`as`) for the speech tests.
+from bench.hearing import recognise as recognise
+from bench.hearing import wer as wer
+from bench.hearing import words as words
 from voicestream.protocol.audio import NATIVE_SAMPLE_RATE
+
+if TYPE_CHECKING:  # imported where used: kokoro_server's engines load their libraries
+    from kokoro_server.engines.onnx_engine import OnnxEngine
+    from kokoro_server.g2p import Phonemizer
+    from kokoro_server.model_dir import ModelDir
 
 SR = NATIVE_SAMPLE_RATE
 FRAME = int(0.040 * SR)  # 40 ms
@@ -77,21 +84,24 @@ def packaged_dir() -> Path:
 
 
 @functools.lru_cache(maxsize=1)
-def model():
+def model() -> ModelDir:
     from kokoro_server.model_dir import open_model_dir
 
     return open_model_dir(packaged_dir())
 
 
 @functools.lru_cache(maxsize=1)
-def engine():
+def engine() -> OnnxEngine:
     from kokoro_server.engines import load_engine
+    from kokoro_server.engines.onnx_engine import OnnxEngine
 
-    return load_engine(model())
+    loaded = load_engine(model())
+    assert isinstance(loaded, OnnxEngine)  # the packaged directory holds the ONNX export
+    return loaded
 
 
 @functools.lru_cache(maxsize=1)
-def phonemizer():
+def phonemizer() -> Phonemizer:
     from kokoro_server.g2p import Phonemizer
 
     return Phonemizer()
@@ -174,7 +184,8 @@ def frames(x: np.ndarray) -> np.ndarray:
         return np.zeros((0, FRAME), np.float64)
     count = 1 + (len(x) - FRAME) // HOP
     index = np.arange(FRAME)[None, :] + HOP * np.arange(count)[:, None]
-    return x[index].astype(np.float64)
+    framed: np.ndarray = x[index].astype(np.float64)
+    return framed
 
 
 @dataclass(frozen=True)

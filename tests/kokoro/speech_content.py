@@ -117,8 +117,11 @@ def routes(base_url: str, ws_url: str) -> dict[str, Callable[[], list[np.ndarray
         "post pcm": lambda: [post(base_url, t, voice=VOICE) for t in SENTENCES],
         "websocket pcm": lambda: websocket(ws_url, SENTENCES, voice=VOICE),
     }
+    def post_as(fmt: str) -> Callable[[], list[np.ndarray]]:
+        return lambda: [post(base_url, t, voice=VOICE, fmt=fmt) for t in SENTENCES]
+
     for fmt in COMPRESSED:
-        table[f"post {fmt}"] = lambda fmt=fmt: [post(base_url, t, voice=VOICE, fmt=fmt) for t in SENTENCES]
+        table[f"post {fmt}"] = post_as(fmt)
     table["one-shot (engine)"] = lambda: [np.asarray(ra.speak(t, VOICE)) for t in SENTENCES]
     table[f"post pcm {OTHER_VOICE}"] = lambda: [post(base_url, t, voice=OTHER_VOICE) for t in SENTENCES]
     table[f"post pcm {BLEND}"] = lambda: [post(base_url, t, voice=BLEND) for t in SENTENCES]

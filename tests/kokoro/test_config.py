@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from kokoro_server.config import ConfigError, Settings
@@ -9,7 +11,7 @@ from kokoro_server.config import ConfigError, Settings
 pytestmark = pytest.mark.kokoro
 
 
-def test_defaults_and_overrides(tmp_path) -> None:
+def test_defaults_and_overrides(tmp_path: Path) -> None:
     settings = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "PORT": "9000", "KOKORO_ENGINE": "onnx"})
     assert (settings.model_dir, settings.port, settings.engine, settings.host) == (tmp_path, 9000, "onnx", "127.0.0.1")
     # bench variants (bench/variants.py)

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hand_clock import HandClock
 
+from kokoro_server.engines import Synthesis
 from kokoro_server.engines.halt import Halt
 from kokoro_server.engines.windows import Decode, Decoding
 from kokoro_server.pace import PACE_INTERVAL_S, PaceMeter
@@ -47,6 +48,9 @@ class _Engine:
 
     def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
         return Decoding(frames=self.frames, decode=_decoder(self.signal, self.calls))
+
+    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+        raise AssertionError("the Synthesizer decodes through begin()")
 
 
 def _speak(frames: int, cost: Cost, queued_s: float) -> tuple[list[tuple[int, int]], np.ndarray, np.ndarray]:

@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +23,7 @@ LONG = " ".join(f"Sentence {n} of the answer that is playing when the server is 
 
 
 @pytest.fixture()
-def stopping_server(tiny_model: Path, tmp_path: Path):
+def stopping_server(tiny_model: Path, tmp_path: Path) -> Iterator[Server]:
     # the longest drain allowed: a loaded test machine is slow, and the point is that the drain waits
     server = start_server(tiny_model, tmp_path / "server.log", env={"KOKORO_WARMUP": "0", "KOKORO_DRAIN_S": "25"})
     yield server
@@ -31,8 +33,8 @@ def stopping_server(tiny_model: Path, tmp_path: Path):
 def test_sigterm_finishes_the_utterance_in_flight_then_closes_with_1001(stopping_server: Server) -> None:
     server = stopping_server
 
-    async def scenario() -> tuple[list[dict], int, str, dict]:
-        events: list[dict] = []
+    async def scenario() -> tuple[list[dict[str, Any]], int, str, dict[str, Any]]:
+        events: list[dict[str, Any]] = []
         async with websockets.connect(server.ws, max_size=None) as ws:
             await ws.send(json.dumps({"type": "speak", "id": "playing", "text": LONG}))
             await ws.send(json.dumps({"type": "speak", "id": "queued", "text": "Not started before the stop."}))
@@ -61,19 +63,20 @@ def test_sigterm_finishes_the_utterance_in_flight_then_closes_with_1001(stopping
     assert server.process.wait(timeout=30) == 0
 
 
-async def _draining_ping(server: Server) -> dict:
+async def _draining_ping(server: Server) -> dict[str, Any]:
     """/ping answers 503 ``draining`` once the SIGTERM is handled (polled, bounded)."""
     async with httpx.AsyncClient(timeout=5) as http:
         answer = await wait_until_async(lambda: http.get(f"{server.http}/ping"),
                                         until=lambda answer: answer.status_code == 503, timeout=10, interval=0.02)
     assert answer.status_code == 503, "/ping never said draining"
-    return answer.json()
+    body: dict[str, Any] = answer.json()
+    return body
 
 
 def test_while_draining_new_sessions_and_requests_are_refused(stopping_server: Server) -> None:
     server = stopping_server
 
-    async def scenario() -> tuple[dict, int, httpx.Response]:
+    async def scenario() -> tuple[dict[str, Any], int, httpx.Response]:
         async with websockets.connect(server.ws, max_size=None) as holding:  # keeps the drain going
             await holding.send(json.dumps({"type": "speak", "text": LONG}))
             await asyncio.wait_for(holding.recv(), 60)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -30,7 +31,9 @@ def make() -> tuple[Resource, Exclusive[Resource]]:
     return resource, Exclusive(resource, close=Resource.close, name="test")
 
 
-def run_in_thread(guard: Exclusive[Resource], fn, results: list) -> threading.Thread:
+def run_in_thread(
+    guard: Exclusive[Resource], fn: Callable[[Resource], object], results: list[object]
+) -> threading.Thread:
     def target() -> None:
         try:
             results.append(guard.use(fn))
@@ -53,7 +56,7 @@ def test_close_when_idle_frees_at_once_in_the_caller() -> None:
 
 def test_close_during_an_operation_is_handed_to_it() -> None:
     resource, guard = make()
-    results: list = []
+    results: list[object] = []
     thread = run_in_thread(guard, Resource.hold, results)
     assert resource.inside.wait(10)
     guard.close()  # returns at once, without waiting for the worker
@@ -68,7 +71,7 @@ def test_close_during_an_operation_is_handed_to_it() -> None:
 
 def test_a_second_concurrent_user_is_refused() -> None:
     resource, guard = make()
-    results: list = []
+    results: list[object] = []
     thread = run_in_thread(guard, Resource.hold, results)
     assert resource.inside.wait(10)
     with pytest.raises(ExclusiveInUse):

@@ -19,6 +19,7 @@ import asyncio
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -26,6 +27,11 @@ import uvicorn
 from kokoro_harness import free_port
 from waiting import wait_until
 from wsclient import collect, connect, of_type, send, sse_events
+
+if TYPE_CHECKING:
+    from kokoro_server.g2p import PhonemeChunk
+    from kokoro_server.scheduler import Scheduler
+    from kokoro_server.synth import Synthesizer
 
 pytestmark = pytest.mark.kokoro
 
@@ -42,15 +48,16 @@ def failing(tiny_model: Path) -> Iterator[str]:
     settings = Settings.from_env({"KOKORO_MODEL_DIR": str(tiny_model), "KOKORO_WARMUP": "0"})
     factory = load(settings)
 
-    def failing_factory(scheduler):
+    def failing_factory(scheduler: Scheduler) -> Synthesizer:
         synth = factory(scheduler)
         base = type(synth.phonemizer)
 
         class FailOnMarker(base):  # type: ignore[misc, valid-type]
-            def chunks(self, text, *, voice, **kwargs):
+            def chunks(self, text: str, *, voice: str, **kwargs: Any) -> list[PhonemeChunk]:
                 if MARKER in text:
                     raise OverflowError(f"injected G2P fault on {text!r}")
-                return super().chunks(text, voice=voice, **kwargs)
+                chunks: list[PhonemeChunk] = super().chunks(text, voice=voice, **kwargs)
+                return chunks
 
         synth.phonemizer.__class__ = FailOnMarker
         return synth
@@ -68,7 +75,7 @@ def failing(tiny_model: Path) -> Iterator[str]:
 
 
 def test_the_websocket_names_the_failed_utterance_and_speaks_the_next(failing: str) -> None:
-    async def scenario() -> tuple[list[dict], list[dict]]:
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         async with connect(f"ws://{failing}/invocations-bidirectional-stream") as ws:
             await send(ws, {"type": "speak", "id": "bad", "text": f"{MARKER} is here."})
             await send(ws, {"type": "speak", "id": "good", "text": "Hello there."})
@@ -101,7 +108,7 @@ BODIES = {
 
 @pytest.mark.parametrize("body", BODIES.values(), ids=BODIES.keys())
 def test_post_failing_before_any_audio_is_a_500_json_error_and_the_next_post_is_served(
-    failing: str, body: dict
+    failing: str, body: dict[str, Any]
 ) -> None:
     response = httpx.post(f"http://{failing}/invocations", json=body, timeout=60)
     assert response.status_code == 500 and response.headers["content-type"] == "application/json"

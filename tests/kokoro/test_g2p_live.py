@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+from typing import Any
 
 import httpx
 import pytest
+from kokoro_harness import Server
 from waiting import wait_until
 from wsclient import collect, connect, of_type, send, sse_events
 
@@ -23,14 +25,14 @@ CLASSES = {  # before the guards: what G2P raised, or how long it held the G2P t
 SPEED = 2.0  # the tiny model speaks 310 digits for minutes: half of it is enough
 
 
-def post(server, body: dict) -> httpx.Response:
+def post(server: Server, body: dict[str, Any]) -> httpx.Response:
     return httpx.post(f"{server.http}/invocations", content=json.dumps({**body, "speed": SPEED}), timeout=300,
                       headers={"Content-Type": "application/json"})
 
 
 @pytest.mark.parametrize("text", CLASSES.values(), ids=CLASSES.keys())
-def test_the_websocket_speaks_it_and_the_next_utterance(server, text: str) -> None:
-    async def scenario() -> list[dict]:
+def test_the_websocket_speaks_it_and_the_next_utterance(server: Server, text: str) -> None:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "id": "hostile", "text": text, "speed": SPEED})
             await send(ws, {"type": "speak", "id": "after", "text": "Okay."})
@@ -47,7 +49,7 @@ def test_the_websocket_speaks_it_and_the_next_utterance(server, text: str) -> No
 
 @pytest.mark.parametrize("transport", ["binary", "sse"])
 @pytest.mark.parametrize("text", CLASSES.values(), ids=CLASSES.keys())
-def test_post_speaks_it_and_serves_the_next(server, text: str, transport: str) -> None:
+def test_post_speaks_it_and_serves_the_next(server: Server, text: str, transport: str) -> None:
     response = post(server, {"text": text, "transport": transport})
     assert response.status_code == 200 and len(response.content) > 0
     if transport == "sse":
@@ -57,13 +59,13 @@ def test_post_speaks_it_and_serves_the_next(server, text: str, transport: str) -
     assert after.status_code == 200 and len(after.content) > 0
 
 
-def test_g2p_warnings_are_one_log_line_per_utterance(server) -> None:
+def test_g2p_warnings_are_one_log_line_per_utterance(server: Server) -> None:
     """espeak's ``phonemizer`` warned once per word misaki did not know (and thrice per word of
     another script): this text made 6 warning lines per utterance."""
     text = "I love Kubernetes, PostgreSQL and ChatGPT. See https://example.com/a/b?c=1. Hi 你好 мир 👍 ∑∫."
     start = server.log.stat().st_size
 
-    async def speak() -> list[dict]:
+    async def speak() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "id": "noisy", "text": text})
             await send(ws, {"type": "flush"})

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kokoro_harness import free_port
 
-from kokoro_server.__main__ import EXIT_BAD_MODEL
+from kokoro_server.supervisor import EXIT_BAD_MODEL
 
 pytestmark = pytest.mark.kokoro
 

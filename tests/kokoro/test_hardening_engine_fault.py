@@ -14,6 +14,7 @@ import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -21,6 +22,14 @@ import uvicorn
 from kokoro_harness import free_port
 from waiting import wait_until
 from wsclient import collect, connect, of_type, send
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from kokoro_server.engines import Decoding
+    from kokoro_server.engines.halt import Halt
+    from kokoro_server.scheduler import Scheduler
+    from kokoro_server.synth import Synthesizer
 
 pytestmark = pytest.mark.kokoro
 
@@ -33,10 +42,11 @@ class Running:
         self.http = f"http://127.0.0.1:{port}"
         self.ws = f"ws://127.0.0.1:{port}/invocations-bidirectional-stream"
 
-    def diagnostics(self) -> dict:
-        return httpx.get(f"{self.http}/diagnostics", timeout=5).json()
+    def diagnostics(self) -> dict[str, Any]:
+        status: dict[str, Any] = httpx.get(f"{self.http}/diagnostics", timeout=5).json()
+        return status
 
-    def wait_idle(self) -> dict:
+    def wait_idle(self) -> dict[str, Any]:
         return wait_until(self.diagnostics, until=lambda s: (s["sessions"], s["queued"], s["running"]) == (0, 0, 0),
                           timeout=10)
 
@@ -50,15 +60,16 @@ def faulty(tiny_model: Path) -> Iterator[Running]:
     settings = Settings.from_env({"KOKORO_MODEL_DIR": str(tiny_model), "KOKORO_WARMUP": "0"})
     factory = load(settings)
 
-    def faulty_factory(scheduler):
+    def faulty_factory(scheduler: Scheduler) -> Synthesizer:
         synth = factory(scheduler)
         base = type(synth.engine)
 
         class FaultOnMarker(base):  # type: ignore[misc, valid-type]
-            def begin(self, phonemes, style, speed, *, halt=None):
+            def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
                 if MARKER in phonemes:
                     raise RuntimeError(f"injected engine fault on {phonemes!r}")
-                return super().begin(phonemes, style, speed, halt=halt)
+                decoding: Decoding = super().begin(phonemes, style, speed, halt=halt)
+                return decoding
 
         synth.engine.__class__ = FaultOnMarker
         return synth
@@ -78,7 +89,7 @@ def faulty(tiny_model: Path) -> Iterator[Running]:
 def test_an_engine_fault_mid_utterance_is_an_error_frame_and_the_next_turn_works(faulty: Running) -> None:
     before = faulty.wait_idle()["tasks"]
 
-    async def scenario() -> tuple[list[dict], list[dict]]:
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         async with connect(faulty.ws) as ws:
             # the fault hits the second sentence of "mixed", after its first sentence's audio
             await send(ws, {"type": "speak", "id": "mixed", "text": "Hello there. Zebras zigzag. Good day to you."})
@@ -110,7 +121,7 @@ def test_a_failed_long_utterance_leaves_no_task_or_job_behind_while_the_session_
     not synthesized for nobody, and its G2P task does not wait forever on a full queue."""
     rest = " ".join(f"Good day to you number {n}." for n in range(8))
 
-    async def scenario() -> tuple[int, int, dict]:
+    async def scenario() -> tuple[int, int, dict[str, Any]]:
         loop = asyncio.get_running_loop()
         async with connect(faulty.ws) as ws:
             await send(ws, {"type": "ping"})
@@ -120,7 +131,8 @@ def test_a_failed_long_utterance_leaves_no_task_or_job_behind_while_the_session_
             await send(ws, {"type": "flush"})
             events = await collect(ws, of_type("turn_end"))
             assert [e["code"] for e in events if e["type"] == "error"] == ["synthesis_failed"]
-            def settled(status: dict) -> bool:  # the failed utterance's task and jobs are gone, the session lives
+            # the failed utterance's task and jobs are gone, the session lives
+            def settled(status: dict[str, Any]) -> bool:
                 return status["tasks"] <= open_session and (status["queued"], status["running"]) == (0, 0)
 
             after = await loop.run_in_executor(None, lambda: wait_until(faulty.diagnostics, until=settled, timeout=10))

@@ -9,8 +9,9 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
+from typing import Any, TypeVar
 
 import httpx
 import pytest
@@ -28,16 +29,19 @@ MAX_SESSIONS = 4
 LONG_TEXT = " ".join(f"Sentence {n} keeps the model busy for a while." for n in range(12))
 
 
-def run(coro):
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def settle(server: Server, predicate, *, timeout: float = 15.0) -> dict:
+def settle(server: Server, predicate: Callable[[dict[str, Any]], bool], *, timeout: float = 15.0) -> dict[str, Any]:
     """Poll /diagnostics until ``predicate(status)``; return the last status (bounded)."""
     return wait_until(server.diagnostics, until=predicate, timeout=timeout)
 
 
-def idle(status: dict) -> bool:
+def idle(status: dict[str, Any]) -> bool:
     return (status["sessions"], status["queued"], status["running"]) == (0, 0, 0)
 
 
@@ -62,7 +66,7 @@ def small_window_socket(port: int) -> socket.socket:
     return sock
 
 
-def test_ping_reports_limits_and_diagnostics_the_rest(server) -> None:
+def test_ping_reports_limits_and_diagnostics_the_rest(server: Server) -> None:
     assert server.ping() == {"status": "ok", "engine": "torch", "device": "cpu", "sessions": 0, "max_sessions": 64,
                              "busy": False, "queued": 0, "running": 0}
     status = server.diagnostics()
@@ -72,7 +76,7 @@ def test_ping_reports_limits_and_diagnostics_the_rest(server) -> None:
     assert isinstance(status["tasks"], int) and status["tasks"] >= 1
 
 
-def test_a_hundred_clients_vanishing_mid_utterance_leave_the_server_idle_and_serving(server) -> None:
+def test_a_hundred_clients_vanishing_mid_utterance_leave_the_server_idle_and_serving(server: Server) -> None:
     before_tasks, before_fds = server.wait_idle()["tasks"], server.idle_fds()
 
     async def vanish(wait_for_audio: bool) -> None:
@@ -96,7 +100,7 @@ def test_a_hundred_clients_vanishing_mid_utterance_leave_the_server_idle_and_ser
     fds_after = server.fds_down_to(before_fds)
     assert fds_after <= before_fds, (fds_after, before_fds)
 
-    async def served() -> list[dict]:
+    async def served() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "id": "after", "text": "Still here."})
             return await collect(ws, of_type("utterance_end"))
@@ -105,7 +109,7 @@ def test_a_hundred_clients_vanishing_mid_utterance_leave_the_server_idle_and_ser
     assert events[-1]["id"] == "after" and events[-1]["bytes"] > 0
 
 
-def test_half_closed_sockets_end_their_sessions(server) -> None:
+def test_half_closed_sockets_end_their_sessions(server: Server) -> None:
     async def tcp_half_close() -> None:  # the client shuts its write side mid-utterance, no close frame
         ws = await ws_connect(server.ws, max_size=None, open_timeout=10)
         await send(ws, {"type": "speak", "text": LONG_TEXT})
@@ -138,7 +142,7 @@ def held_until_dropped(server: Server, *, timeout: float = 60.0) -> int:
     return most
 
 
-def test_a_client_that_stops_reading_is_dropped_with_4002_holding_at_most_the_documented_bytes(strict) -> None:
+def test_a_client_that_stops_reading_is_dropped_with_4002_holding_at_most_the_documented_bytes(strict: Server) -> None:
     """README's bound, measured: what the server holds for a reader that stopped (its queue of
     frames, the frame being written, the transport's write buffer) never passes HELD_BYTES_MAX,
     and it does fill up to past the transport's high-water mark (the client really stalled)."""
@@ -169,7 +173,7 @@ def test_a_client_that_stops_reading_is_dropped_with_4002_holding_at_most_the_do
     assert idle(settle(strict, idle))
 
 
-def test_a_client_that_never_reads_again_is_aborted_and_holds_nothing(strict) -> None:
+def test_a_client_that_never_reads_again_is_aborted_and_holds_nothing(strict: Server) -> None:
     settle(strict, idle)
     before = strict.idle_fds()
 
@@ -190,8 +194,8 @@ def test_a_client_that_never_reads_again_is_aborted_and_holds_nothing(strict) ->
     assert "aborted the connection of a client that read nothing" in strict.log.read_text()
 
 
-def test_an_idle_session_is_closed_with_4001_after_an_error_frame(strict) -> None:
-    async def scenario() -> tuple[list[dict], int | None, float]:
+def test_an_idle_session_is_closed_with_4001_after_an_error_frame(strict: Server) -> None:
+    async def scenario() -> tuple[list[dict[str, Any]], int | None, float]:
         started = time.monotonic()
         async with connect(strict.ws) as ws:
             await send(ws, {"type": "ping"})
@@ -209,11 +213,11 @@ def test_an_idle_session_is_closed_with_4001_after_an_error_frame(strict) -> Non
     assert IDLE_TIMEOUT_S <= elapsed < IDLE_TIMEOUT_S + 8
 
 
-def test_a_speaking_session_is_not_idle(strict) -> None:
+def test_a_speaking_session_is_not_idle(strict: Server) -> None:
     """The idle clock runs only while nothing is being spoken: a long utterance outlives it."""
     text = " ".join(f"Sentence {n} goes on." for n in range(40))
 
-    async def scenario() -> dict:
+    async def scenario() -> dict[str, Any]:
         async with connect(strict.ws) as ws:
             await send(ws, {"type": "speak", "id": "long", "text": text})
             events = await collect(ws, lambda e: e["type"] in ("utterance_end", "error"), timeout=120)
@@ -222,8 +226,8 @@ def test_a_speaking_session_is_not_idle(strict) -> None:
     assert run(scenario())["type"] == "utterance_end"
 
 
-def test_past_the_session_limit_a_client_gets_busy_and_1013_and_ping_says_busy(strict) -> None:
-    async def scenario() -> tuple[dict, dict, int | None]:
+def test_past_the_session_limit_a_client_gets_busy_and_1013_and_ping_says_busy(strict: Server) -> None:
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any], int | None]:
         held = [await ws_connect(strict.ws, open_timeout=10) for _ in range(MAX_SESSIONS)]
         for ws in held:  # each is a live session
             await send(ws, {"type": "ping"})
@@ -244,7 +248,7 @@ def test_past_the_session_limit_a_client_gets_busy_and_1013_and_ping_says_busy(s
     assert settle(strict, idle)["busy"] is False
 
 
-def test_a_huge_post_body_is_refused_without_reading_it_all(server) -> None:
+def test_a_huge_post_body_is_refused_without_reading_it_all(server: Server) -> None:
     def endless() -> Iterator[bytes]:
         yield b'{"text": "'
         for _ in range(10_000):  # 640 MB if the server read it all
@@ -301,8 +305,8 @@ def test_limit_settings_are_read_from_the_environment(tiny_model: Path) -> None:
             defaults.idle_timeout_s, defaults.send_timeout_s) == (64, 10_000, 100_000, 64, 300.0, 30.0)
 
 
-def test_turn_limit_on_a_live_server(strict) -> None:
-    async def scenario() -> tuple[dict, dict]:
+def test_turn_limit_on_a_live_server(strict: Server) -> None:
+    async def scenario() -> tuple[dict[str, Any], dict[str, Any]]:
         async with connect(strict.ws) as ws:
             await send(ws, {"type": "configure"})
             configured = await receive(ws)

@@ -25,6 +25,7 @@ import pytest
 from fuzz_profile import fuzz_settings
 from hypothesis import example, given
 from hypothesis import strategies as st
+from kokoro_harness import Server
 from waiting import wait_until
 from websockets.sync.client import ClientConnection
 from websockets.sync.client import connect as sync_connect
@@ -146,9 +147,10 @@ def refusals_and_pings(sent: list[str | bytes]) -> tuple[int, int]:
 def cases(draw: Any) -> list[str | bytes]:
     """1-4 frames. About one case in twelve carries a message that starts synthesis (the
     expensive kind); the hostile generators may produce valid messages too."""
-    sent = draw(st.lists(frames, min_size=1, max_size=3))
+    sent: list[str | bytes] = draw(st.lists(frames, min_size=1, max_size=3))
     if draw(st.integers(0, 11)) == 0:
-        return draw(st.permutations(sent + [draw(valid_cheap())]))
+        shuffled: list[str | bytes] = draw(st.permutations(sent + [draw(valid_cheap())]))
+        return shuffled
     return sent
 
 
@@ -213,7 +215,7 @@ class Fuzzer:
 
 
 @pytest.fixture(scope="module")
-def fuzzer(server) -> Iterator[Fuzzer]:
+def fuzzer(server: Server) -> Iterator[Fuzzer]:
     baseline, fds_before = server.wait_idle()["tasks"], server.idle_fds()
     fuzz = Fuzzer(server)
     yield fuzz
@@ -273,7 +275,7 @@ post_bodies = st.one_of(
 
 
 @pytest.fixture(scope="module")
-def http(server) -> Iterator[httpx.Client]:
+def http(server: Server) -> Iterator[httpx.Client]:
     """After the bodies: the server is idle, and its asyncio tasks (``/diagnostics``) and file descriptors
     (``/proc/<pid>/fd``) are back to what they were before them."""
     tasks_before, fds_before = server.wait_idle()["tasks"], server.idle_fds()

@@ -21,6 +21,7 @@ import httpx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from kokoro_harness import Server
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
@@ -97,7 +98,7 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def baseline(server) -> Iterator[tuple[int, int]]:
+def baseline(server: Server) -> Iterator[tuple[int, int]]:
     status = server.wait_idle()
     before = (status["tasks"], server.idle_fds())
     yield before
@@ -115,16 +116,18 @@ def baseline(server) -> Iterator[tuple[int, int]]:
 
 @settings(max_examples=CASES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 @given(st.lists(client, min_size=CLIENTS_PER_CASE, max_size=CLIENTS_PER_CASE))
-def test_concurrent_clients_leaving_mid_encode_leave_the_server_serving(server, baseline, clients) -> None:
+def test_concurrent_clients_leaving_mid_encode_leave_the_server_serving(
+    server: Server, baseline: tuple[int, int], clients: list[tuple[str, Any]]
+) -> None:
     async def case() -> None:
         await asyncio.gather(*(run_ws(server.ws, s) if kind == "ws" else run_post(server.http, s)
                                for kind, s in clients))
 
     asyncio.run(case())
     Run.cases += 1
-    assert server.process.poll() is None, server.log.read_text(errors="replace")[-3000:]
+    assert server.process is not None and server.process.poll() is None, server.log.read_text(errors="replace")[-3000:]
     assert server.ping()["status"] == "ok"
 
 
-def test_encode_fuzzing_ran_its_cases(baseline) -> None:
+def test_encode_fuzzing_ran_its_cases(baseline: tuple[int, int]) -> None:
     assert Run.cases == CASES

@@ -16,6 +16,7 @@ pytestmark = pytest.mark.kokoro
 
 def test_32_sessions_with_random_cancels_cross_nothing_and_leak_nothing(own_server: Server) -> None:
     roomy = own_server  # its own: the soak's figures (RSS, descriptors, tasks) are this process's alone
+    assert roomy.process is not None  # started
     result = asyncio.run(soak(http_url=roomy.http, pid=roomy.process.pid, sessions=32, turns=2,
                               cancel_rate=0.3, seed=8, rss_tolerance_mib=64.0, warmup_turns=1))
     print(json.dumps(result))

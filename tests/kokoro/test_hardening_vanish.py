@@ -21,6 +21,7 @@ SESSIONS = 8
 
 
 def test_clients_vanishing_mid_encode_never_crash_the_server(own_server: Server) -> None:
+    assert own_server.process is not None  # started
     report = asyncio.run(vanish(http_url=own_server.http, pid=own_server.process.pid,
                                 sessions=SESSIONS, rounds=ROUNDS, seconds=240, seed=11))
     log = own_server.log.read_text(errors="replace")[-3000:]

@@ -5,11 +5,13 @@ from __future__ import annotations
 import base64
 import io
 import json
+from typing import Any
 
 import av
 import httpx
 import numpy as np
 import pytest
+from kokoro_harness import Server
 from wsclient import sse_events
 
 pytestmark = pytest.mark.kokoro
@@ -21,7 +23,7 @@ CONTENT_TYPES = {
 }
 
 
-def post(server, body: object, **kwargs) -> httpx.Response:
+def post(server: Server, body: object, **kwargs: Any) -> httpx.Response:
     data = body if isinstance(body, (bytes, str)) else json.dumps(body)
     return httpx.post(f"{server.http}/invocations", content=data, timeout=120,
                       headers={"Content-Type": "application/json"}, **kwargs)
@@ -30,17 +32,17 @@ def post(server, body: object, **kwargs) -> httpx.Response:
 
 def decode(data: bytes) -> tuple[int, int]:
     """(samples, sample rate) of an encoded stream, decoded as a player would."""
-    with av.open(io.BytesIO(data)) as container:
+    with av.open(io.BytesIO(data), mode="r") as container:
         samples = sum(frame.samples for frame in container.decode(audio=0))
         return samples, container.streams.audio[0].rate
 
 
-def test_ping_reports_a_loaded_idle_model(server) -> None:
+def test_ping_reports_a_loaded_idle_model(server: Server) -> None:
     status = server.ping()
     assert status["status"] == "ok" and status["engine"] == "torch" and status["device"] == "cpu"
 
 
-def test_pcm_is_the_default_and_matches_the_sse_audio(server) -> None:
+def test_pcm_is_the_default_and_matches_the_sse_audio(server: Server) -> None:
     raw = post(server, {"text": TEXT})
     assert raw.status_code == 200 and raw.headers["content-type"] == "audio/pcm"
     assert raw.headers["x-audio-sample-rate"] == "24000"
@@ -59,7 +61,7 @@ def test_pcm_is_the_default_and_matches_the_sse_audio(server) -> None:
 
 @pytest.mark.parametrize("fmt", ["wav", "mp3", "opus", "aac", "flac"])
 @pytest.mark.parametrize("rate", [24000, 16000])
-def test_every_format_streams_decodable_audio(server, fmt, rate) -> None:
+def test_every_format_streams_decodable_audio(server: Server, fmt: str, rate: int) -> None:
     pcm = post(server, {"text": TEXT})
     expected_s = len(pcm.content) / 2 / 24000
     response = post(server, {"text": TEXT, "format": fmt, "sample_rate": rate})
@@ -70,7 +72,7 @@ def test_every_format_streams_decodable_audio(server, fmt, rate) -> None:
     assert samples / decoded_rate == pytest.approx(expected_s, abs=0.12)
 
 
-def test_wav_has_a_streaming_header_then_the_pcm(server) -> None:
+def test_wav_has_a_streaming_header_then_the_pcm(server: Server) -> None:
     pcm = post(server, {"text": "Short one."}).content
     wav = post(server, {"text": "Short one.", "format": "wav"}).content
     assert wav[:4] == b"RIFF" and wav[8:12] == b"WAVE"
@@ -78,13 +80,13 @@ def test_wav_has_a_streaming_header_then_the_pcm(server) -> None:
     assert wav[44:] == pcm
 
 
-def test_speed_changes_duration(server) -> None:
+def test_speed_changes_duration(server: Server) -> None:
     slow = len(post(server, {"text": TEXT, "speed": 0.75}).content)
     fast = len(post(server, {"text": TEXT, "speed": 1.5}).content)
     assert fast < slow
 
 
-def test_audio_is_not_silence_or_clipping(server) -> None:
+def test_audio_is_not_silence_or_clipping(server: Server) -> None:
     samples = np.frombuffer(post(server, {"text": TEXT}).content, dtype="<i2")
     assert samples.size > 0 and np.abs(samples).max() < 32767
     assert np.sqrt(np.mean((samples / 32768.0) ** 2)) > 1e-4
@@ -121,7 +123,9 @@ BAD_REQUESTS = [
 
 @pytest.mark.parametrize(("body", "status", "code", "field"), BAD_REQUESTS,
                          ids=[f"{c}-{f}-{i}" for i, (_, _, c, f) in enumerate(BAD_REQUESTS)])
-def test_bad_requests_get_a_json_error_naming_the_field(server, body, status, code, field) -> None:
+def test_bad_requests_get_a_json_error_naming_the_field(
+    server: Server, body: object, status: int, code: str, field: str | None
+) -> None:
     response = post(server, body)
     assert response.status_code == status
     error = response.json()["error"]
@@ -130,7 +134,7 @@ def test_bad_requests_get_a_json_error_naming_the_field(server, body, status, co
     assert post(server, {"text": "Still serving."}).status_code == 200
 
 
-def test_a_client_leaving_mid_response_frees_the_model(server) -> None:
+def test_a_client_leaving_mid_response_frees_the_model(server: Server) -> None:
     long_text = " ".join(f"Sentence {n} of a long request that the client abandons." for n in range(20))
     with httpx.stream("POST", f"{server.http}/invocations", content=json.dumps({"text": long_text}),
                       timeout=60) as response:

@@ -10,17 +10,20 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
-from kokoro_harness import start_server
+from kokoro_harness import Server, start_server
 from wsclient import collect, connect, of_type, send, sse_events
 
 from bench.languages import SENTENCES, kokoro_reading
 from kokoro_server.g2p import Phonemizer
 from kokoro_server.languages import READERS, resolve_language, served_languages
 from voicestream.protocol import LANGUAGES, ProtocolError
+from voicestream.protocol.normalization import Normalization
 
 pytestmark = pytest.mark.kokoro
 
@@ -92,14 +95,16 @@ def test_only_markdown_and_number_rules_apply_outside_english(phonemizer: Phonem
     assert "mˈil" in kept[0] and "ˈuno" in as_written[0].phonemes  # {"numbers": false}: espeak's own reading
 
 
-def _numbers_off():
+def _numbers_off() -> Normalization:
     from voicestream.protocol.normalization import check_normalization
 
     return check_normalization({"numbers": False})
 
 
 @pytest.mark.parametrize("voice", ["jf_alpha", "zf_xiaobei"])
-def test_a_long_sentence_without_spaces_is_cut_to_fit_the_model_not_truncated(phonemizer: Phonemizer, voice: str):
+def test_a_long_sentence_without_spaces_is_cut_to_fit_the_model_not_truncated(
+    phonemizer: Phonemizer, voice: str
+) -> None:
     lang = voice[0]
     sentence = SENTENCES[lang][1].rstrip("。")
     text = "、".join([sentence] * 12) if lang == "j" else "，".join([sentence] * 12)
@@ -109,7 +114,7 @@ def test_a_long_sentence_without_spaces_is_cut_to_fit_the_model_not_truncated(ph
     assert sum(c.phonemes.count(whole) for c in chunks) == 12  # every repeat was read
 
 
-def test_a_language_not_served_is_refused_naming_the_field_and_listing_the_served():
+def test_a_language_not_served_is_refused_naming_the_field_and_listing_the_served() -> None:
     with pytest.raises(ProtocolError) as by_field:
         resolve_language("af_heart", "j", served=("a", "b"))
     assert by_field.value.code == "unsupported_language" and by_field.value.field == "lang"
@@ -120,7 +125,7 @@ def test_a_language_not_served_is_refused_naming_the_field_and_listing_the_serve
     assert by_voice.value.field == "voice" and "e (Spanish)" in by_voice.value.message
 
 
-def test_the_voices_of_a_language_without_g2p_are_listed_as_not_served():
+def test_the_voices_of_a_language_without_g2p_are_listed_as_not_served() -> None:
     from kokoro_tools.sdist_voices import find_sdist, read_sdist_voices
 
     sdist = find_sdist()
@@ -132,11 +137,11 @@ def test_the_voices_of_a_language_without_g2p_are_listed_as_not_served():
 
 # ---- the routes --------------------------------------------------------------------------------
 
-def _post(server, body: dict, path: str = "/invocations") -> httpx.Response:
+def _post(server: Server, body: dict[str, Any], path: str = "/invocations") -> httpx.Response:
     return httpx.post(f"{server.http}{path}", json=body, timeout=120)
 
 
-def test_every_route_reads_the_language_asked_for(server) -> None:
+def test_every_route_reads_the_language_asked_for(server: Server) -> None:
     japanese = SENTENCES["j"][1]
     assert _post(server, {"text": japanese, "voice": "af_heart", "lang": "j"}).status_code == 200
     assert _post(server, {"text": japanese, "lang": "j", "request_id": "r1", "stream": False}).status_code == 200
@@ -152,7 +157,9 @@ def test_every_route_reads_the_language_asked_for(server) -> None:
     ("/invocations", {"text": "hola", "lang": 5, "request_id": "r2"}, "lang"),
     ("/v1/audio/speech", {"model": "kokoro", "input": "hola", "voice": "af_heart", "lang_code": "x"}, "lang_code"),
 ])
-def test_a_code_that_is_not_kokoros_is_refused_naming_the_field(server, path: str, body: dict, field: str) -> None:
+def test_a_code_that_is_not_kokoros_is_refused_naming_the_field(
+    server: Server, path: str, body: dict[str, Any], field: str
+) -> None:
     response = _post(server, body, path)
     assert response.status_code == 400, response.text
     error = response.json()["error"]
@@ -160,7 +167,7 @@ def test_a_code_that_is_not_kokoros_is_refused_naming_the_field(server, path: st
     assert "use one of a (American English)" in error["message"] and "z (Mandarin Chinese)" in error["message"]
 
 
-def test_japanese_word_events_point_into_the_text_sent(server) -> None:
+def test_japanese_word_events_point_into_the_text_sent(server: Server) -> None:
     text = "こんにちは、元気ですか？私は元気です。"
     response = _post(server, {"text": text, "voice": "af_heart", "lang": "j", "transport": "sse", "timestamps": True})
     words = [w for event, data in sse_events(response.text) if event == "words" for w in data["words"]]
@@ -169,8 +176,8 @@ def test_japanese_word_events_point_into_the_text_sent(server) -> None:
         assert text[word["char_start"]:word["char_end"]] == word["text"] and word["end_ms"] >= word["start_ms"]
 
 
-def test_configure_sets_the_session_language_and_speak_overrides_it(server) -> None:
-    async def scenario():
+def test_configure_sets_the_session_language_and_speak_overrides_it(server: Server) -> None:
+    async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "configure", "lang": "z"})
             (configured,) = await collect(ws, of_type("configured"))
@@ -190,7 +197,7 @@ def test_configure_sets_the_session_language_and_speak_overrides_it(server) -> N
 # ---- a server that serves English only (KOKORO_LANGUAGES) ------------------------------------------
 
 @pytest.fixture(scope="module")
-def english_only(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+def english_only(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     """The tiny model with a Japanese voice added, served with KOKORO_LANGUAGES=a,b."""
     root = tmp_path_factory.mktemp("english-only") / "model"
     shutil.copytree(tiny_model, root)
@@ -206,7 +213,9 @@ def english_only(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     ("/invocations", {"text": "こんにちは", "voice": "jf_tiny", "request_id": "r3"}, "voice"),
     ("/v1/audio/speech", {"model": "kokoro", "input": "hola", "voice": "af_heart", "lang_code": "e"}, "lang_code"),
 ])
-def test_a_language_the_server_does_not_serve_is_refused_on_every_route(english_only, path, body, field) -> None:
+def test_a_language_the_server_does_not_serve_is_refused_on_every_route(
+    english_only: Server, path: str, body: dict[str, Any], field: str
+) -> None:
     response = _post(english_only, body, path)
     assert response.status_code == 400, response.text
     error = response.json()["error"]
@@ -214,8 +223,8 @@ def test_a_language_the_server_does_not_serve_is_refused_on_every_route(english_
     assert error["message"].startswith(f"{field}: ") and error["message"].endswith(f"served: {SERVED_HERE}")
 
 
-def test_a_session_is_refused_a_language_not_served_and_keeps_its_settings(english_only) -> None:
-    async def scenario():
+def test_a_session_is_refused_a_language_not_served_and_keeps_its_settings(english_only: Server) -> None:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(english_only.ws) as ws:
             await send(ws, {"type": "configure", "lang": "j"})
             await send(ws, {"type": "configure", "voice": "jf_tiny"})

@@ -40,7 +40,9 @@ MEASURE = {"KOKORO_DECODER_PACE": "measure"}
 @pytest.mark.parametrize(("env", "pace"), [({}, None), (MEASURE, None), ({"KOKORO_DECODER_PACE": "0.2"}, 0.2),
                                            ({"KOKORO_DECODER_PACE": "0"}, 0.0),
                                            ({**MEASURE, "KOKORO_WARMUP": "0"}, 0.0)])  # nothing measured
-def test_windows_keep_up_with_the_decoder_pace_measured_at_warm_up_or_set(env: dict[str, str], pace) -> None:
+def test_windows_keep_up_with_the_decoder_pace_measured_at_warm_up_or_set(
+    env: dict[str, str], pace: float | None
+) -> None:
     """On the real int8 weights: ``measure`` takes this machine's pace before serving."""
     import real_audio as ra
 

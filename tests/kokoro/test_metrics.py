@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pytest
 from hand_clock import HandClock
@@ -16,7 +17,7 @@ from kokoro_server import metrics
 
 def test_first_audio_and_stalls(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     clock = HandClock()
-    monkeypatch.setattr(metrics.time, "perf_counter", clock)
+    monkeypatch.setattr(time, "perf_counter", clock)  # the time module metrics reads
     utt = metrics.UtteranceClock(route="ws", fmt="mp3")
     clock.now = 100.4
     utt.audio(seconds=0.5, synthesis_s=0.3)   # first audio 400 ms after the start; plays to 100.9

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -14,6 +15,9 @@ import real_audio as ra
 
 from bench.normalization import VOICE, hear
 from bench.normalization_corpus import CORPUS, TEST_SUBSET
+
+if TYPE_CHECKING:
+    from kokoro_harness import Server
 
 pytestmark = pytest.mark.kokoro
 
@@ -25,7 +29,7 @@ MIN_GAIN = 0.2  # mean WER off minus on
 
 
 @pytest.fixture(scope="module")
-def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     from kokoro_harness import start_server
 
     server = start_server(ra.packaged_dir(), tmp_path_factory.mktemp("normalize-by-ear") / "server.log",
@@ -36,7 +40,7 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         server.stop()
 
 
-def test_a_listener_hears_what_a_person_would_read(real_server) -> None:
+def test_a_listener_hears_what_a_person_would_read(real_server: Server) -> None:
     rows = [CORPUS[i] for i in TEST_SUBSET]
     on: list[float] = []
     off: list[float] = []

@@ -20,7 +20,7 @@ import real_audio as ra
 from kokoro_server.config import ConfigError
 from kokoro_server.engines import MAX_PHONEMES, EngineError, load_engine
 from kokoro_server.engines.onnx_engine import OnnxEngine, intra_op_threads, pick_providers
-from kokoro_server.model_dir import ModelDirError, open_model_dir, style_for
+from kokoro_server.model_dir import ModelDir, ModelDirError, open_model_dir, style_for
 
 pytestmark = pytest.mark.kokoro
 
@@ -28,21 +28,21 @@ PHONEMES = "həlˈO wˈɜɹld."  # "Hello world." as misaki writes it
 
 
 @pytest.fixture(scope="module")
-def model():
+def model() -> ModelDir:
     return ra.model()
 
 
 @pytest.fixture(scope="module")
-def engine():
+def engine() -> OnnxEngine:
     return ra.engine()
 
 
 @pytest.fixture(scope="module")
-def hello(model, engine) -> np.ndarray:
+def hello(model: ModelDir, engine: OnnxEngine) -> np.ndarray:
     return engine.synthesize(PHONEMES, style(model), 1.0).audio
 
 
-def style(model, phonemes: str = PHONEMES) -> np.ndarray:
+def style(model: ModelDir, phonemes: str = PHONEMES) -> np.ndarray:
     return style_for(model.voices["jf_alpha"], phonemes)
 
 
@@ -59,14 +59,16 @@ def copy_dir(src: Path, dst: Path, *, copy_weights: bool) -> Path:
 
 # ---- the engine's contract --------------------------------------------------------------------
 
-def test_load_engine_picks_onnx_from_the_manifest(model, engine):
+def test_load_engine_picks_onnx_from_the_manifest(model: ModelDir, engine: OnnxEngine) -> None:
     assert model.engine == "onnx"
     assert isinstance(engine, OnnxEngine)
     assert (engine.name, engine.device) == ("onnx", "cpu")
     assert model.weights.name == model.manifest["weights"]
 
 
-def test_synthesis_is_float32_mono_speech_and_deterministic(model, engine, hello):
+def test_synthesis_is_float32_mono_speech_and_deterministic(
+    model: ModelDir, engine: OnnxEngine, hello: np.ndarray
+) -> None:
     again = engine.synthesize(PHONEMES, style(model), 1.0)
     assert again.audio.dtype == np.float32 and again.audio.ndim == 1
     assert 0.5 < again.seconds < 3.0, again.seconds  # "Hello world." is about a second
@@ -76,7 +78,9 @@ def test_synthesis_is_float32_mono_speech_and_deterministic(model, engine, hello
     assert again.durations is None or len(again.durations) == len(engine.token_ids(PHONEMES)) + 2
 
 
-def test_symbols_outside_the_vocab_are_dropped_like_kmodel(model, engine, hello):
+def test_symbols_outside_the_vocab_are_dropped_like_kmodel(
+    model: ModelDir, engine: OnnxEngine, hello: np.ndarray
+) -> None:
     assert "§" not in model.vocab and "ʀ" not in model.vocab
     assert engine.token_ids("h§əʀl") == engine.token_ids("həl") == [model.vocab[c] for c in "həl"]
     # the style row follows the phoneme string's length, as in the server: pick the same row
@@ -85,12 +89,12 @@ def test_symbols_outside_the_vocab_are_dropped_like_kmodel(model, engine, hello)
 
 
 @pytest.mark.parametrize("phonemes", ["", "a" * (MAX_PHONEMES + 1), "§§§"])
-def test_bad_phonemes_raise_engine_error(model, engine, phonemes):
+def test_bad_phonemes_raise_engine_error(model: ModelDir, engine: OnnxEngine, phonemes: str) -> None:
     with pytest.raises(EngineError, match="phonemes"):
         engine.synthesize(phonemes, style(model), 1.0)
 
 
-def test_bad_style_and_speed_raise_engine_error(model, engine):
+def test_bad_style_and_speed_raise_engine_error(model: ModelDir, engine: OnnxEngine) -> None:
     with pytest.raises(EngineError, match="style"):
         engine.synthesize(PHONEMES, np.zeros((1, 128), np.float32), 1.0)
     for speed in (0.0, -1.0, float("nan")):
@@ -98,7 +102,7 @@ def test_bad_style_and_speed_raise_engine_error(model, engine):
             engine.synthesize(PHONEMES, style(model), speed)
 
 
-def test_thread_count_comes_from_the_environment():
+def test_thread_count_comes_from_the_environment() -> None:
     assert intra_op_threads({}) == max(1, os.cpu_count() or 1)
     assert intra_op_threads({"KOKORO_ONNX_THREADS": "3"}) == 3
     for raw in ("0", "-2", "many"):
@@ -106,7 +110,7 @@ def test_thread_count_comes_from_the_environment():
             intra_op_threads({"KOKORO_ONNX_THREADS": raw})
 
 
-def test_engine_honours_the_thread_setting(model, hello, monkeypatch):
+def test_engine_honours_the_thread_setting(model: ModelDir, hello: np.ndarray, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("KOKORO_ONNX_THREADS", "1")
     one = OnnxEngine(model=model)
     assert one.threads == 1
@@ -116,7 +120,7 @@ def test_engine_honours_the_thread_setting(model, hello, monkeypatch):
     )
 
 
-def test_devices():
+def test_devices() -> None:
     assert pick_providers(None) == ("cpu", ["CPUExecutionProvider"])
     assert pick_providers("cpu") == ("cpu", ["CPUExecutionProvider"])
     import onnxruntime as ort
@@ -132,7 +136,7 @@ def test_devices():
 
 # ---- directories that must not load -----------------------------------------------------------
 
-def test_a_corrupted_byte_is_refused_naming_the_file(tmp_path):
+def test_a_corrupted_byte_is_refused_naming_the_file(tmp_path: Path) -> None:
     root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
     weights = root / json.loads((root / "manifest.json").read_text())["weights"]
     with open(weights, "r+b") as f:
@@ -151,7 +155,7 @@ def test_a_corrupted_byte_is_refused_naming_the_file(tmp_path):
     assert f"kokoro-server: cannot start: {weights}: sha256" in started.stderr
 
 
-def test_truncated_weights_are_refused_naming_the_file(tmp_path):
+def test_truncated_weights_are_refused_naming_the_file(tmp_path: Path) -> None:
     root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
     weights = root / json.loads((root / "manifest.json").read_text())["weights"]
     with open(weights, "r+b") as f:
@@ -160,7 +164,7 @@ def test_truncated_weights_are_refused_naming_the_file(tmp_path):
         load_engine(open_model_dir(root))
 
 
-def test_damaged_weights_without_a_manifest_digest_still_fail_to_load(tmp_path):
+def test_damaged_weights_without_a_manifest_digest_still_fail_to_load(tmp_path: Path) -> None:
     root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
     manifest = json.loads((root / "manifest.json").read_text())
     for key in ("sha256", "size"):
@@ -173,7 +177,7 @@ def test_damaged_weights_without_a_manifest_digest_still_fail_to_load(tmp_path):
         load_engine(open_model_dir(root))
 
 
-def test_missing_weights_are_refused_naming_the_file(tmp_path):
+def test_missing_weights_are_refused_naming_the_file(tmp_path: Path) -> None:
     root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
     weights = root / json.loads((root / "manifest.json").read_text())["weights"]
     weights.unlink()
@@ -182,7 +186,7 @@ def test_missing_weights_are_refused_naming_the_file(tmp_path):
 
 
 @pytest.mark.parametrize("missing", ["config.json", "voices"])
-def test_missing_parts_of_the_directory_are_named(tmp_path, missing):
+def test_missing_parts_of_the_directory_are_named(tmp_path: Path, missing: str) -> None:
     root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
     target = root / missing
     shutil.rmtree(target) if target.is_dir() else target.unlink()
@@ -191,7 +195,7 @@ def test_missing_parts_of_the_directory_are_named(tmp_path, missing):
 
 
 @pytest.mark.parametrize("shape", [(510, 1, 128), (509, 1, 256), (256,)])
-def test_a_voice_pack_of_the_wrong_shape_is_refused(tmp_path, shape):
+def test_a_voice_pack_of_the_wrong_shape_is_refused(tmp_path: Path, shape: tuple[int, ...]) -> None:
     root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
     bad = root / "voices" / "jf_broken.npy"
     np.save(bad, np.zeros(shape, np.float32))

@@ -11,45 +11,51 @@ import asyncio
 import base64
 import io
 import json
+from collections.abc import Coroutine, Mapping
 from pathlib import Path
+from typing import Any, TypeVar
 
 import av
 import httpx
 import openai
 import pytest
+from kokoro_harness import Server
 
 pytestmark = pytest.mark.kokoro
 
 TEXT = "Hello there. This is the second sentence! And a third one?"
 
 
-def run(coro):
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
-def client(server) -> openai.AsyncOpenAI:
+def client(server: Server) -> openai.AsyncOpenAI:
     return openai.AsyncOpenAI(base_url=f"{server.http}/v1", api_key="not-needed", max_retries=0, timeout=120)
 
 
-async def stream(server, **params) -> tuple[httpx.Headers, list[bytes]]:
+async def stream(server: Server, **params: Any) -> tuple[Mapping[str, str], list[bytes]]:
     async with client(server) as api:
         async with api.audio.speech.with_streaming_response.create(**params) as response:
             return response.headers, [chunk async for chunk in response.iter_bytes()]
 
 
-def native_pcm(server, text: str = TEXT, voice: str = "af_heart") -> bytes:
+def native_pcm(server: Server, text: str = TEXT, voice: str = "af_heart") -> bytes:
     response = httpx.post(f"{server.http}/invocations", json={"text": text, "voice": voice}, timeout=120)
     assert response.status_code == 200
     return response.content
 
 
 def decoded_seconds(data: bytes) -> float:
-    with av.open(io.BytesIO(data)) as container:
+    with av.open(io.BytesIO(data), mode="r") as container:
         stream_ = container.streams.audio[0]
         return sum(frame.samples for frame in container.decode(audio=0)) / stream_.rate
 
 
-def test_pcm_streams_the_same_audio_as_the_native_route(server):
+def test_pcm_streams_the_same_audio_as_the_native_route(server: Server) -> None:
     headers, chunks = run(stream(server, model="kokoro", voice="af_heart", input=TEXT, response_format="pcm"))
     assert headers["content-type"] == "audio/pcm" and headers["x-kokoro-voice"] == "af_heart"
     assert headers.get("transfer-encoding") == "chunked"  # streamed as made, no length known up front
@@ -57,14 +63,14 @@ def test_pcm_streams_the_same_audio_as_the_native_route(server):
 
 
 @pytest.mark.parametrize("fmt", ["mp3", "opus", "aac", "flac", "wav"])
-def test_every_response_format_decodes_to_the_whole_text(server, fmt):
+def test_every_response_format_decodes_to_the_whole_text(server: Server, fmt: str) -> None:
     expected_s = len(native_pcm(server)) / 2 / 24_000
     headers, chunks = run(stream(server, model="tts-1", voice="af_heart", input=TEXT, response_format=fmt))
     assert decoded_seconds(b"".join(chunks)) == pytest.approx(expected_s, abs=0.12)
 
 
-def test_mp3_is_the_default_and_openai_voice_names_speak_with_the_default_voice(server):
-    async def scenario():
+def test_mp3_is_the_default_and_openai_voice_names_speak_with_the_default_voice(server: Server) -> None:
+    async def scenario() -> tuple[Mapping[str, str], bytes]:
         async with client(server) as api:
             response = await api.audio.speech.create(model="gpt-4o-mini-tts", voice="alloy", input="Short one.")
             return response.response.headers, response.content
@@ -75,7 +81,7 @@ def test_mp3_is_the_default_and_openai_voice_names_speak_with_the_default_voice(
     assert decoded_seconds(data) > 0.2
 
 
-def test_instructions_are_accepted_ignored_and_said_so(server):
+def test_instructions_are_accepted_ignored_and_said_so(server: Server) -> None:
     plain, chunks = run(stream(server, model="kokoro", voice="af_heart", input="Short one.", response_format="pcm"))
     told, told_chunks = run(stream(server, model="kokoro", voice="af_heart", input="Short one.", response_format="pcm",
                                    instructions="Speak like a pirate."))
@@ -83,7 +89,7 @@ def test_instructions_are_accepted_ignored_and_said_so(server):
     assert b"".join(told_chunks) == b"".join(chunks)
 
 
-def test_sse_stream_format_sends_openai_delta_and_done_events(server):
+def test_sse_stream_format_sends_openai_delta_and_done_events(server: Server) -> None:
     headers, chunks = run(stream(server, model="kokoro", voice="af_heart", input=TEXT, response_format="pcm",
                                  stream_format="sse"))
     assert headers["content-type"].startswith("text/event-stream")
@@ -97,7 +103,7 @@ def test_sse_stream_format_sends_openai_delta_and_done_events(server):
     assert audio == native_pcm(server)
 
 
-def test_a_blend_speaks_between_its_voices(server):
+def test_a_blend_speaks_between_its_voices(server: Server) -> None:
     headers, chunks = run(stream(server, model="kokoro", voice="af_heart(2)+am_michael(1)", input="Short one.",
                                  response_format="pcm"))
     assert headers["x-kokoro-voice"] == "af_heart(0.6667)+am_michael(0.3333)"
@@ -122,10 +128,12 @@ BAD = [
 
 
 @pytest.mark.parametrize(("change", "status", "param", "code", "says"), BAD, ids=[b[2] + "-" + b[3] for b in BAD])
-def test_bad_requests_get_openais_error_body_naming_the_param(server, change, status, param, code, says):
+def test_bad_requests_get_openais_error_body_naming_the_param(
+    server: Server, change: dict[str, Any], status: int, param: str, code: str, says: str
+) -> None:
     params = {"model": "kokoro", "voice": "af_heart", "input": "Hi.", **change}
 
-    async def scenario():
+    async def scenario() -> None:
         async with client(server) as api:
             await api.audio.speech.create(**params)
     with pytest.raises(openai.APIStatusError) as caught:
@@ -136,8 +144,8 @@ def test_bad_requests_get_openais_error_body_naming_the_param(server, change, st
     assert says in error["message"]
 
 
-def test_a_field_openai_does_not_define_is_refused(server):
-    async def scenario():
+def test_a_field_openai_does_not_define_is_refused(server: Server) -> None:
+    async def scenario() -> None:
         async with client(server) as api:
             await api.audio.speech.create(model="kokoro", voice="af_heart", input="Hi.", extra_body={"pitch": 2})
     with pytest.raises(openai.BadRequestError) as caught:
@@ -145,8 +153,8 @@ def test_a_field_openai_does_not_define_is_refused(server):
     assert caught.value.response.json()["error"]["param"] == "pitch"
 
 
-def test_models_and_voices_are_listed(server):
-    async def scenario():
+def test_models_and_voices_are_listed(server: Server) -> None:
+    async def scenario() -> list[str]:
         async with client(server) as api:
             return [model.id async for model in api.models.list()]
     assert {"kokoro", "tts-1", "tts-1-hd", "gpt-4o-mini-tts"} <= set(run(scenario()))
@@ -156,7 +164,7 @@ def test_models_and_voices_are_listed(server):
     assert voices["blends"]["accepted"] is True and "e.g. af_heart(2)+am_michael(1)" in voices["blends"]["syntax"]
 
 
-def test_invocations_accepts_the_openai_body_for_sagemaker(server):
+def test_invocations_accepts_the_openai_body_for_sagemaker(server: Server) -> None:
     body = {"model": "tts-1", "input": TEXT, "voice": "af_heart", "response_format": "pcm"}
     response = httpx.post(f"{server.http}/invocations", json=body, timeout=120)
     assert response.status_code == 200 and response.headers["x-kokoro-voice"] == "af_heart"
@@ -165,7 +173,7 @@ def test_invocations_accepts_the_openai_body_for_sagemaker(server):
     assert refused.status_code == 400 and refused.json()["error"]["param"] == "speed"
 
 
-def test_the_readme_snippet_runs_as_written(server, tmp_path, monkeypatch):
+def test_the_readme_snippet_runs_as_written(server: Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     snippet = next(block for block in readme.split("```python\n")[1:] if "AsyncOpenAI" in block).split("```")[0]
     assert 'base_url="http://127.0.0.1:8080/v1"' in snippet

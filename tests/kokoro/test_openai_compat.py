@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from kokoro_harness import Server
 from openai import OpenAI
 
 pytestmark = pytest.mark.kokoro
 
 
-def test_every_response_carries_a_request_id_the_openai_client_reads(server) -> None:
+def test_every_response_carries_a_request_id_the_openai_client_reads(server: Server) -> None:
     client = OpenAI(base_url=f"{server.http}/v1", api_key="unused", max_retries=0)
     raw = client.audio.speech.with_raw_response.create(model="tts-1", voice="alloy", input="Hi.",
                                                       response_format="pcm")
@@ -23,7 +24,7 @@ def test_every_response_carries_a_request_id_the_openai_client_reads(server) -> 
     assert refused.status_code == 400 and refused.headers["x-request-id"].startswith("req_")
 
 
-def test_a_callers_request_id_is_kept(server) -> None:
+def test_a_callers_request_id_is_kept(server: Server) -> None:
     answer = httpx.get(f"{server.http}/ping", headers={"x-request-id": "trace-123"}, timeout=10)
     assert answer.headers["x-request-id"] == "trace-123"
     odd = httpx.get(f"{server.http}/ping", headers={"x-request-id": "has space"}, timeout=10)
@@ -31,7 +32,7 @@ def test_a_callers_request_id_is_kept(server) -> None:
 
 
 @pytest.mark.parametrize("speed", [0.25, 4.0])
-def test_openais_whole_speed_range_is_spoken(server, speed: float) -> None:
+def test_openais_whole_speed_range_is_spoken(server: Server, speed: float) -> None:
     """Outside Kokoro's own 0.5-2.0 too: passed to the model (bench/results/speeds.json: what a
     listener then hears)."""
     client = OpenAI(base_url=f"{server.http}/v1", api_key="unused", max_retries=0)
@@ -42,7 +43,7 @@ def test_openais_whole_speed_range_is_spoken(server, speed: float) -> None:
     assert (len(changed) > 2 * len(normal)) if speed < 1 else (0 < len(changed) < len(normal))
 
 
-def test_each_model_can_be_retrieved_and_an_unknown_one_is_openais_404(server) -> None:
+def test_each_model_can_be_retrieved_and_an_unknown_one_is_openais_404(server: Server) -> None:
     client = OpenAI(base_url=f"{server.http}/v1", api_key="unused", max_retries=0)
     listed = [m.id for m in client.models.list()]
     assert "tts-1" in listed and "gpt-4o-mini-tts" in listed and "kokoro" in listed
@@ -53,7 +54,7 @@ def test_each_model_can_be_retrieved_and_an_unknown_one_is_openais_404(server) -
     assert missing.json()["error"]["code"] == "model_not_found" and missing.json()["error"]["param"] == "model"
 
 
-def test_a_route_that_names_its_request_keeps_its_own_id(server) -> None:
+def test_a_route_that_names_its_request_keeps_its_own_id(server: Server) -> None:
     """The AWS sample's shape answers with its request_id; no second x-request-id is added."""
     answer = httpx.post(f"{server.http}/invocations", timeout=60,
                         json={"text": "Hi.", "request_id": "sample-7", "stream": False})

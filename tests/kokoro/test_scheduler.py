@@ -4,7 +4,9 @@ variant the bench compares it with (bench/variants.py)."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -16,6 +18,14 @@ from kokoro_server.scheduler import Scheduler
 pytestmark = pytest.mark.kokoro
 
 
+def noting(ran: list[str], name: str, audio_s: float | None = None) -> Callable[[], float | None]:
+    """A job that notes its name in ``ran`` and returns ``audio_s`` (its seconds of audio)."""
+    def job() -> float | None:
+        ran.append(name)
+        return audio_s
+    return job
+
+
 def test_round_robin_owners_take_turns_and_keep_their_own_order() -> None:
     async def scenario() -> list[str]:
         scheduler = RoundRobinScheduler(workers=1)
@@ -23,8 +33,8 @@ def test_round_robin_owners_take_turns_and_keep_their_own_order() -> None:
         ran: list[str] = []
         gate = threading.Event()
         blocker = scheduler.submit("warm", gate.wait)  # holds the worker while the queue fills
-        futures = [scheduler.submit("a", lambda i=i: ran.append(f"a{i}")) for i in range(4)]
-        futures += [scheduler.submit("b", lambda i=i: ran.append(f"b{i}")) for i in range(2)]
+        futures = [scheduler.submit("a", noting(ran, f"a{i}")) for i in range(4)]
+        futures += [scheduler.submit("b", noting(ran, f"b{i}")) for i in range(2)]
         futures += [scheduler.submit("c", lambda: ran.append("c0"))]
         gate.set()
         await asyncio.gather(blocker, *futures)
@@ -41,7 +51,7 @@ def test_cancel_owner_drops_queued_jobs_and_others_still_run() -> None:
         ran: list[str] = []
         gate = threading.Event()
         blocker = scheduler.submit("warm", gate.wait)
-        dropped = [scheduler.submit("gone", lambda i=i: ran.append(f"gone{i}")) for i in range(3)]
+        dropped = [scheduler.submit("gone", noting(ran, f"gone{i}")) for i in range(3)]
         kept = scheduler.submit("stay", lambda: ran.append("stay"))
         count = scheduler.cancel_owner("gone")
         gate.set()
@@ -78,7 +88,7 @@ def test_jobs_run_off_the_event_loop() -> None:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
         loop_thread = threading.get_ident()
-        ran_on = await scheduler.submit("x", threading.get_ident)
+        ran_on: int = await scheduler.submit("x", threading.get_ident)
         await scheduler.stop()
         return ran_on != loop_thread
 
@@ -103,7 +113,7 @@ def test_an_owner_that_leaves_costs_the_model_at_most_the_job_it_was_running() -
             ran.append("on-the-model")
 
         scheduler.submit("left", long_job)
-        queued = [scheduler.submit("left", lambda i=i: ran.append(f"queued{i}")) for i in range(3)]
+        queued = [scheduler.submit("left", noting(ran, f"queued{i}")) for i in range(3)]
         other = scheduler.submit("stays", lambda: ran.append("other"))
         await asyncio.to_thread(started.wait, 10)
         scheduler.forget_owner("left")
@@ -153,7 +163,9 @@ DEADLINE_CASES = {
 
 
 @pytest.mark.parametrize("jobs,expected", DEADLINE_CASES.values(), ids=list(DEADLINE_CASES))
-def test_deadline_first_runs_the_listener_closest_to_silence(jobs, expected) -> None:
+def test_deadline_first_runs_the_listener_closest_to_silence(
+    jobs: list[tuple[str, str, float, float]], expected: list[str]
+) -> None:
     async def scenario() -> list[str]:
         clock = HandClock()
         scheduler = Scheduler(workers=1, clock=clock)
@@ -165,7 +177,7 @@ def test_deadline_first_runs_the_listener_closest_to_silence(jobs, expected) -> 
         for owner, name, seconds, advance in jobs:
             clock.now += advance
 
-            def job(name=name, seconds=seconds) -> _Made:
+            def job(name: str = name, seconds: float = seconds) -> _Made:
                 ran.append(name)
                 return _Made(name, seconds)
 
@@ -191,8 +203,8 @@ def test_the_first_audio_grace_decides_between_a_new_session_and_a_listener_near
         await scheduler.submit("playing", lambda: 0.3, audio_s=float)
         gate = threading.Event()
         blocker = scheduler.submit("warm", gate.wait)
-        later = [scheduler.submit("playing", lambda: ran.append("p1") or 0.3, audio_s=float),
-                 scheduler.submit("new", lambda: ran.append("n0") or 0.5, audio_s=float)]
+        later = [scheduler.submit("playing", noting(ran, "p1", 0.3), audio_s=float),
+                 scheduler.submit("new", noting(ran, "n0", 0.5), audio_s=float)]
         gate.set()
         await asyncio.gather(blocker, *later)
         await scheduler.stop()
@@ -227,15 +239,15 @@ def test_a_job_is_never_due_later_than_its_slack_so_no_session_starves() -> None
         await scheduler.start()
         ran: list[str] = []
         # "far" has 60 s of audio buffered; its next job is still due within max_slack_s
-        await scheduler.submit("far", lambda: ran.append("far0") or 60.0, audio_s=float)
+        await scheduler.submit("far", noting(ran, "far0", 60.0), audio_s=float)
         gate = threading.Event()
         blocker = scheduler.submit("warm", gate.wait)
-        far = scheduler.submit("far", lambda: ran.append("far1") or 1.0, audio_s=float)
+        far = scheduler.submit("far", noting(ran, "far1", 1.0), audio_s=float)
         deadlines = [scheduler.deadline("far")]
         later = []
         for i in range(3):  # sessions arriving after far1's slack ran out come after it
             clock.now += 1.0
-            later.append(scheduler.submit(f"new{i}", lambda i=i: ran.append(f"new{i}") or 0.5, audio_s=float))
+            later.append(scheduler.submit(f"new{i}", noting(ran, f"new{i}", 0.5), audio_s=float))
         gate.set()
         await asyncio.gather(blocker, far, *later)
         await scheduler.stop()
@@ -263,7 +275,7 @@ def test_the_server_has_no_policy_setting() -> None:
     ("then", ["p0", "p1", "a1"]),  # queued in the hook: the very next pick sees it and it is due first
     ("done_callback", ["p0", "a1", "p1"]),  # queued from the future's callback: the pick went to "ahead"
 ])
-def test_a_follow_up_queued_in_then_competes_for_the_next_pick(hook, expected) -> None:
+def test_a_follow_up_queued_in_then_competes_for_the_next_pick(hook: str, expected: list[str]) -> None:
     """A session's next window is queued only when its window before is done (the decoder state is
     sequential). Queued from ``then`` it takes part in the next pick; queued any later, a job of a
     session that is seconds ahead starts first and the listener near silence waits for all of it."""
@@ -273,19 +285,19 @@ def test_a_follow_up_queued_in_then_competes_for_the_next_pick(hook, expected) -
         scheduler = Scheduler(workers=1, clock=clock)
         await scheduler.start()
         ran: list[str] = []
-        await scheduler.submit("ahead", lambda: ran.append("a0") or 10.0, audio_s=float)
+        await scheduler.submit("ahead", noting(ran, "a0", 10.0), audio_s=float)
         followed: list[asyncio.Future[float]] = []
 
         def follow(_: float) -> None:
-            followed.append(scheduler.submit("playing", lambda: ran.append("p1") or 2.0, audio_s=float))
+            followed.append(scheduler.submit("playing", noting(ran, "p1", 2.0), audio_s=float))
 
         gate = threading.Event()
         blocker = scheduler.submit("warm", gate.wait)
-        first = scheduler.submit("playing", lambda: ran.append("p0") or 0.5, audio_s=float,
+        first = scheduler.submit("playing", noting(ran, "p0", 0.5), audio_s=float,
                                  then=follow if hook == "then" else None)
         if hook == "done_callback":
             first.add_done_callback(lambda f: follow(f.result()))
-        ahead = scheduler.submit("ahead", lambda: ran.append("a1") or 10.0, audio_s=float)
+        ahead = scheduler.submit("ahead", noting(ran, "a1", 10.0), audio_s=float)
         gate.set()
         await asyncio.gather(blocker, first, ahead)
         await asyncio.gather(*followed)
@@ -296,7 +308,7 @@ def test_a_follow_up_queued_in_then_competes_for_the_next_pick(hook, expected) -
 
 
 @pytest.mark.parametrize("policy", [Scheduler, RoundRobinScheduler])
-def test_with_two_workers_one_owners_jobs_still_run_one_at_a_time(policy) -> None:
+def test_with_two_workers_one_owners_jobs_still_run_one_at_a_time(policy: type[Scheduler]) -> None:
     """Each owner's jobs share a decoder state, so they never overlap, while other owners use the
     second worker."""
 
@@ -317,7 +329,7 @@ def test_with_two_workers_one_owners_jobs_still_run_one_at_a_time(policy) -> Non
             with lock:
                 running[owner] -= 1
 
-        futures = [scheduler.submit(owner, lambda o=owner, i=i: job(o, f"{o}{i}"))
+        futures = [scheduler.submit(owner, functools.partial(job, owner, f"{owner}{i}"))
                    for i in range(4) for owner in ("a", "b")]
         await asyncio.gather(*futures)
         await scheduler.stop()

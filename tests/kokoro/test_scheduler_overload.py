@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 
 import pytest
 from hand_clock import HandClock
@@ -24,6 +25,14 @@ CASES = {
 }
 
 
+def noting(ran: list[str], name: str, audio_s: float | None = None) -> Callable[[], float | None]:
+    """A job that notes its name in ``ran`` and returns ``audio_s`` (its seconds of audio)."""
+    def job() -> float | None:
+        ran.append(name)
+        return audio_s
+    return job
+
+
 @pytest.mark.parametrize("asked_at,expected", CASES.values(), ids=list(CASES))
 def test_while_a_playing_listener_is_dry_owners_take_turns(asked_at: float, expected: list[str]) -> None:
     async def scenario() -> list[str]:
@@ -37,7 +46,7 @@ def test_while_a_playing_listener_is_dry_owners_take_turns(asked_at: float, expe
         clock.now = asked_at
         gate = threading.Event()
         blocker = scheduler.submit("warm", gate.wait)
-        later = [scheduler.submit(owner, lambda name=name: ran.append(name) or 0.5, audio_s=float)
+        later = [scheduler.submit(owner, noting(ran, name, 0.5), audio_s=float)
                  for owner, name in (("playing", "p1"), ("ahead", "a1"), ("new", "n0"), ("quiet", "q1"))]
         gate.set()
         await asyncio.gather(blocker, *later)

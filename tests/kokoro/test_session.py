@@ -4,19 +4,26 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
+from kokoro_harness import Server
+from websockets.exceptions import ConnectionClosed
 from wsclient import audio_bytes, collect, connect, of_type, receive, send
 
 pytestmark = pytest.mark.kokoro
 
 
-def run(coro):  # one event loop per test keeps tests independent
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:  # one event loop per test keeps tests independent
     return asyncio.run(coro)
 
 
-def test_three_turns_pipelined_follow_the_protocol(server) -> None:
-    async def scenario() -> list[list[dict]]:
+def test_three_turns_pipelined_follow_the_protocol(server: Server) -> None:
+    async def scenario() -> list[list[dict[str, Any]]]:
         turns = []
         async with connect(server.ws) as ws:
             await send(ws, {"type": "configure", "voice": "am_michael"})
@@ -50,8 +57,8 @@ def test_three_turns_pipelined_follow_the_protocol(server) -> None:
         assert len(audio_bytes(events)) % 2 == 0  # whole s16 samples
 
 
-def test_deltas_are_cut_into_sentences_by_the_server(server) -> None:
-    async def scenario() -> list[dict]:
+def test_deltas_are_cut_into_sentences_by_the_server(server: Server) -> None:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             for piece in ["Dr. Smith ", "paid $3", ".50 today", ". Then he", " left"]:
                 await send(ws, {"type": "delta", "text": piece})
@@ -63,10 +70,10 @@ def test_deltas_are_cut_into_sentences_by_the_server(server) -> None:
     assert [e["id"] for e in starts] == ["1.1", "1.2"]
 
 
-def test_cancel_stops_audio_and_the_session_stays_usable(server) -> None:
+def test_cancel_stops_audio_and_the_session_stays_usable(server: Server) -> None:
     long_text = " ".join(f"This is sentence number {n} of a long answer." for n in range(12))
 
-    async def scenario() -> tuple[list[dict], list[dict]]:
+    async def scenario() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "id": "long", "text": long_text})
             await send(ws, {"type": "speak", "id": "next", "text": "Never spoken."})
@@ -88,7 +95,7 @@ def test_cancel_stops_audio_and_the_session_stays_usable(server) -> None:
     assert server.wait_idle()["queued"] == 0
 
 
-def test_disconnect_mid_utterance_frees_the_model(server) -> None:
+def test_disconnect_mid_utterance_frees_the_model(server: Server) -> None:
     long_text = " ".join(f"Sentence {n} keeps the model busy for a while." for n in range(20))
 
     async def scenario() -> None:
@@ -102,11 +109,11 @@ def test_disconnect_mid_utterance_frees_the_model(server) -> None:
     assert (status["sessions"], status["queued"], status["running"]) == (0, 0, 0)
 
 
-def test_a_long_paragraph_does_not_hold_back_another_sessions_first_sentence(server) -> None:
+def test_a_long_paragraph_does_not_hold_back_another_sessions_first_sentence(server: Server) -> None:
     paragraph = " ".join(f"Paragraph sentence {n} goes on and on." for n in range(10))
 
-    async def scenario() -> list[tuple[str, dict]]:
-        log: list[tuple[str, dict]] = []
+    async def scenario() -> list[tuple[str, dict[str, Any]]]:
+        log: list[tuple[str, dict[str, Any]]] = []
 
         async def client(name: str, text: str, started: asyncio.Event | None) -> None:
             async with connect(server.ws) as ws:
@@ -155,8 +162,10 @@ BAD_MESSAGES = [
 
 
 @pytest.mark.parametrize(("frame", "code", "field"), BAD_MESSAGES, ids=[c for _, c, _ in BAD_MESSAGES])
-def test_bad_messages_get_an_error_naming_the_field_and_the_session_survives(server, frame, code, field) -> None:
-    async def scenario() -> tuple[dict, list[dict]]:
+def test_bad_messages_get_an_error_naming_the_field_and_the_session_survives(
+    server: Server, frame: str | bytes, code: str, field: str | None
+) -> None:
+    async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         async with connect(server.ws) as ws:
             await ws.send(frame)
             error = await receive(ws)
@@ -171,8 +180,8 @@ def test_bad_messages_get_an_error_naming_the_field_and_the_session_survives(ser
     assert rest[-1]["utterances"] == 1
 
 
-def test_oversized_and_non_utf8_frames_are_refused_without_closing(server) -> None:
-    async def scenario() -> list[dict]:
+def test_oversized_and_non_utf8_frames_are_refused_without_closing(server: Server) -> None:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await ws.send(b"\xff\xfe{")
             await ws.send(json.dumps({"type": "speak", "text": "a " * 40_000}).encode())
@@ -185,8 +194,8 @@ def test_oversized_and_non_utf8_frames_are_refused_without_closing(server) -> No
     assert pong == {"type": "pong"}
 
 
-def test_binary_frames_carrying_json_work_like_text_frames(server) -> None:
-    async def scenario() -> list[dict]:
+def test_binary_frames_carrying_json_work_like_text_frames(server: Server) -> None:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "id": "bin", "text": "Sent as bytes."}, binary=True)
             await send(ws, {"type": "flush"}, binary=True)
@@ -196,8 +205,8 @@ def test_binary_frames_carrying_json_work_like_text_frames(server) -> None:
     assert events[0]["id"] == "bin" and len(audio_bytes(events)) > 0
 
 
-def test_the_aws_sample_message_shape_works_unchanged(server) -> None:
-    async def scenario() -> tuple[list[dict], object]:
+def test_the_aws_sample_message_shape_works_unchanged(server: Server) -> None:
+    async def scenario() -> tuple[list[dict[str, Any]], object]:
         async with connect(server.ws) as ws:
             await ws.send(json.dumps({"text": "Hello from the sample.", "voice": "af_heart", "speed": 1.0,
                                       "request_id": "req-1"}))
@@ -213,16 +222,16 @@ def test_the_aws_sample_message_shape_works_unchanged(server) -> None:
     assert events[0] == {"type": "synthesis_start", "request_id": "req-1"}
     assert events[-1]["type"] == "synthesis_complete" and events[-1]["request_id"] == "req-1"
     assert events[-1]["bytes"] == len(audio_bytes(events)) > 0
-    assert getattr(closed, "rcvd", None) is not None and closed.rcvd.code == 1000
+    assert isinstance(closed, ConnectionClosed) and closed.rcvd is not None and closed.rcvd.code == 1000
 
 
 @pytest.mark.parametrize("fmt", ["wav", "mp3", "opus", "aac", "flac"])
-def test_each_utterance_is_a_decodable_stream_in_the_session_format(server, fmt) -> None:
+def test_each_utterance_is_a_decodable_stream_in_the_session_format(server: Server, fmt: str) -> None:
     import io
 
     import av
 
-    async def scenario() -> list[dict]:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "configure", "format": fmt})
             await receive(ws)
@@ -230,13 +239,13 @@ def test_each_utterance_is_a_decodable_stream_in_the_session_format(server, fmt)
             return await collect(ws, of_type("utterance_end"))
 
     events = run(scenario())
-    with av.open(io.BytesIO(audio_bytes(events))) as container:
+    with av.open(io.BytesIO(audio_bytes(events)), mode="r") as container:
         samples = sum(frame.samples for frame in container.decode(audio=0))
         rate = container.streams.audio[0].rate
     assert samples / rate == pytest.approx(events[-1]["audio_ms"] / 1000, abs=0.15)
 
 
-def test_websocket_pings_are_answered_and_connecting_does_not_wait_for_the_model(server) -> None:
+def test_websocket_pings_are_answered_and_connecting_does_not_wait_for_the_model(server: Server) -> None:
     paragraph = " ".join(f"Busy sentence {n} keeps the model working." for n in range(8))
 
     async def scenario() -> list[str]:

@@ -7,8 +7,11 @@ The stateful property test over random interleavings is test_session_state_machi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import pytest
+from kokoro_harness import Server
 from wsclient import collect, connect, of_type, receive, send
 
 pytestmark = pytest.mark.kokoro
@@ -16,18 +19,21 @@ pytestmark = pytest.mark.kokoro
 ANSWER_S = 30  # a request unanswered this long is never answered: the tiny model speaks in ms
 
 
-def run(coro):  # one event loop per test keeps tests independent
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:  # one event loop per test keeps tests independent
     return asyncio.run(coro)
 
 
 @pytest.mark.parametrize("opening", ["speak", "delta"])
-def test_a_cancel_on_utterance_start_leaves_the_session_speaking(server, opening: str) -> None:
+def test_a_cancel_on_utterance_start_leaves_the_session_speaking(server: Server, opening: str) -> None:
     """A barge-in as the answer begins: cancel sent the moment ``utterance_start`` arrives, before
     any audio. The next speak, and the turn after it, are still answered (five rounds, so the
     race between the cancel and the first window is lost and won both ways)."""
 
-    async def scenario() -> list[list[dict]]:
-        after_each: list[list[dict]] = []
+    async def scenario() -> list[list[dict[str, Any]]]:
+        after_each: list[list[dict[str, Any]]] = []
         async with connect(server.ws) as ws:
             for round_ in range(5):
                 if opening == "speak":
@@ -48,10 +54,10 @@ def test_a_cancel_on_utterance_start_leaves_the_session_speaking(server, opening
                            ("turn_end", None)]
 
 
-def test_cancel_before_g2p_has_run_is_answered_and_the_next_turn_spoken(server) -> None:
+def test_cancel_before_g2p_has_run_is_answered_and_the_next_turn_spoken(server: Server) -> None:
     """Cancel sent right behind the speak, without waiting for anything."""
 
-    async def scenario() -> tuple[dict, list[dict]]:
+    async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "id": "gone", "text": "This answer is cut off at once."})
             await send(ws, {"type": "cancel"})
@@ -65,8 +71,8 @@ def test_cancel_before_g2p_has_run_is_answered_and_the_next_turn_spoken(server) 
     assert [e.get("id") for e in after if e["type"] == "utterance_end"] == ["next"]
 
 
-def test_ping_is_answered_while_an_utterance_plays(server) -> None:
-    async def scenario() -> list[dict]:
+def test_ping_is_answered_while_an_utterance_plays(server: Server) -> None:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "text": "Keep talking for a little while, please."})
             await send(ws, {"type": "ping"})
@@ -75,10 +81,10 @@ def test_ping_is_answered_while_an_utterance_plays(server) -> None:
     assert run(scenario())[-1] == {"type": "pong"}
 
 
-def test_cancel_by_id_drops_only_the_named_utterances_and_the_turn_goes_on(server) -> None:
+def test_cancel_by_id_drops_only_the_named_utterances_and_the_turn_goes_on(server: Server) -> None:
     long_text = " ".join(f"Sentence {n} of the first answer keeps the model busy." for n in range(6))
 
-    async def scenario() -> list[dict]:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "id": "a", "text": long_text})
             await send(ws, {"type": "speak", "id": "b", "text": "This one is taken back."})
@@ -96,10 +102,10 @@ def test_cancel_by_id_drops_only_the_named_utterances_and_the_turn_goes_on(serve
     assert events[-1]["utterances"] == 2
 
 
-def test_cancel_by_id_of_the_utterance_playing_stops_its_audio(server) -> None:
+def test_cancel_by_id_of_the_utterance_playing_stops_its_audio(server: Server) -> None:
     long_text = " ".join(f"Sentence {n} of a long answer that is cut short." for n in range(10))
 
-    async def scenario() -> list[dict]:
+    async def scenario() -> list[dict[str, Any]]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "speak", "id": "long", "text": long_text})
             await send(ws, {"type": "speak", "id": "next", "text": "Then this."})
@@ -119,8 +125,8 @@ def test_cancel_by_id_of_the_utterance_playing_stops_its_audio(server) -> None:
 
 
 @pytest.mark.parametrize("ids", [[], "a", [""], ["x" * 129]])
-def test_cancel_with_bad_ids_is_refused_naming_the_field(server, ids) -> None:
-    async def scenario() -> dict:
+def test_cancel_with_bad_ids_is_refused_naming_the_field(server: Server, ids: object) -> None:
+    async def scenario() -> dict[str, Any]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "cancel", "ids": ids})
             return await receive(ws, timeout=ANSWER_S)

@@ -32,6 +32,7 @@ from hypothesis.stateful import (
     rule,
     run_state_machine_as_test,
 )
+from kokoro_harness import Server
 from protocol_model import Event, ProtocolModel, violations
 from websockets.sync.client import connect
 
@@ -198,7 +199,7 @@ class ProtocolSession(RuleBasedStateMachine):
 
 
 @pytest.fixture()
-def machine(server) -> type[ProtocolSession]:
+def machine(server: Server) -> type[ProtocolSession]:
     ProtocolSession.url = server.ws
     return ProtocolSession
 
@@ -209,7 +210,7 @@ EXAMPLES = settings(
 )
 
 
-def test_every_interleaving_of_client_messages_is_answered(machine: type[ProtocolSession], server) -> None:
+def test_every_interleaving_of_client_messages_is_answered(machine: type[ProtocolSession], server: Server) -> None:
     run_state_machine_as_test(machine, settings=EXAMPLES)
     status = server.wait_idle()
     assert (status["sessions"], status["queued"], status["running"]) == (0, 0, 0), status

@@ -26,11 +26,15 @@ other work (load average ~3.7).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 import real_audio as ra
 import speech_content as sc
+
+if TYPE_CHECKING:
+    from kokoro_harness import Server
 
 pytestmark = pytest.mark.kokoro
 
@@ -42,7 +46,7 @@ ENGLISH = {"af_heart", "af_bella", "af_sky", "am_michael", "bf_emma", "bm_george
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     from kokoro_harness import start_server
 
     running = start_server(ra.packaged_dir(), tmp_path_factory.mktemp("speech-content") / "server.log",
@@ -54,11 +58,11 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator:
 
 
 @pytest.fixture(scope="module")
-def measured(server) -> dict:
+def measured(server: Server) -> dict[str, Any]:
     return sc.measure(server.http, server.ws)
 
 
-def test_the_packaged_directory_serves_every_language_with_af_heart_by_default(server):
+def test_the_packaged_directory_serves_every_language_with_af_heart_by_default(server: Server) -> None:
     listed = httpx.get(f"{server.http}/v1/audio/voices", timeout=30).json()
     assert listed["default"] == "af_heart"
     assert ENGLISH <= set(listed["voices"]) and len([v for v in listed["voices"] if v[0] in "ab"]) == 28
@@ -74,18 +78,18 @@ def test_the_packaged_directory_serves_every_language_with_af_heart_by_default(s
     assert {"af_bella", "af_sky"} <= set(listed["voices"])
 
 
-def _check(route: dict, what: str, limit: float = MAX_WER) -> None:
+def _check(route: dict[str, Any], what: str, limit: float = MAX_WER) -> None:
     assert route["wer"] <= limit, f"{what}: word error rate {route['wer']} > {limit}; heard {route['heard']}"
     assert route["wer_other_sentence"] >= MIN_WER_OTHER_SENTENCE, (what, route)
 
 
-def test_af_heart_is_heard_over_the_websocket_and_post(measured):
+def test_af_heart_is_heard_over_the_websocket_and_post(measured: dict[str, Any]) -> None:
     for name in ("websocket pcm", "post pcm"):
         _check(measured["routes"][name], name)
 
 
 @pytest.mark.parametrize("fmt", sc.COMPRESSED)
-def test_each_compressed_format_decodes_to_the_words(measured, fmt):
+def test_each_compressed_format_decodes_to_the_words(measured: dict[str, Any], fmt: str) -> None:
     route, pcm = measured["routes"][f"post {fmt}"], measured["routes"]["post pcm"]
     _check(route, fmt)
     assert route["wer"] <= pcm["wer"] + MARGIN, (fmt, route["heard"], pcm["heard"])
@@ -93,7 +97,7 @@ def test_each_compressed_format_decodes_to_the_words(measured, fmt):
         assert "post flac" in measured["within_1_lsb_of_post_pcm"], "flac is lossless: it decodes to pcm's samples"
 
 
-def test_windowed_decoding_is_heard_as_well_as_one_shot(measured):
+def test_windowed_decoding_is_heard_as_well_as_one_shot(measured: dict[str, Any]) -> None:
     assert measured["windowed_differs_from_one_shot"], "the server did not decode in windows"
     one_shot = measured["routes"]["one-shot (engine)"]
     _check(one_shot, "one-shot")
@@ -102,7 +106,7 @@ def test_windowed_decoding_is_heard_as_well_as_one_shot(measured):
         assert route["wer"] <= one_shot["wer"] + MARGIN, (name, route["heard"], one_shot["heard"])
 
 
-def test_a_blend_of_english_voices_is_heard_as_well_as_its_parts(measured):
+def test_a_blend_of_english_voices_is_heard_as_well_as_its_parts(measured: dict[str, Any]) -> None:
     blend = measured["routes"][f"post pcm {sc.BLEND}"]
     parts = [measured["routes"]["post pcm"], measured["routes"][f"post pcm {sc.OTHER_VOICE}"]]
     _check(blend, sc.BLEND)

@@ -68,7 +68,7 @@ async def speak(tiny: tuple[ModelDir, Any], *, pace: float) -> tuple[list[Any], 
     return windows, sum(1 for window in windows if window.frames)
 
 
-def test_sentences_ready_behind_the_first_are_joined_with_every_word_in_place(tiny) -> None:
+def test_sentences_ready_behind_the_first_are_joined_with_every_word_in_place(tiny: tuple[ModelDir, Any]) -> None:
     joined, jobs = asyncio.run(speak(tiny, pace=PACE))
     apart, apart_jobs = asyncio.run(speak(tiny, pace=0.0))  # a free decoder: each sentence one window, none joined
     assert apart_jobs == SENTENCES
@@ -117,7 +117,9 @@ def job_frames(tiny: tuple[ModelDir, Any], *, pace: float, other_queued_s: float
     return asyncio.run(scenario())
 
 
-def test_a_joined_job_holds_the_engine_longer_only_while_every_other_listener_has_audio_to_cover_it(tiny) -> None:
+def test_a_joined_job_holds_the_engine_longer_only_while_every_other_listener_has_audio_to_cover_it(
+    tiny: tuple[ModelDir, Any]
+) -> None:
     # at pace 0.5 a frame decodes in 12.5 ms: 7 s (0.7 of the listener's 10 s) cover 560, largest 480
     assert job_frames(tiny, pace=0.5, other_queued_s=None) == 480  # alone
     assert job_frames(tiny, pace=0.5, other_queued_s=30.0) == 480  # the other far ahead

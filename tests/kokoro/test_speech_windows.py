@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 import numpy as np
@@ -120,6 +120,7 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
             held = scheduler.submit("gate", lambda: gate.wait(30))  # both jobs below queue behind it
             await wait_until_async(lambda: asyncio.sleep(0, scheduler.running))
             speech = aiter(Speech(synth, owner="session", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG))
+            assert isinstance(speech, AsyncGenerator)  # Speech.__aiter__ is an async generator: it closes
             first = asyncio.ensure_future(anext(speech))
             await wait_until_async(lambda: asyncio.sleep(0, scheduler.queued))  # its G2P done, its job queued
             newcomer = scheduler.submit("newcomer", lambda: None) if other_waits else None

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import Coroutine
+from typing import Any, TypeVar
 
 import httpx
 import pytest
+from kokoro_harness import Server
 from wsclient import collect, connect, of_type, send, sse_events
 
 pytestmark = pytest.mark.kokoro
@@ -20,7 +23,10 @@ MARKDOWN = "**Bold** words, and a [link](https://example.com). Then _more_ text!
 MARKDOWN_SPOKEN = ["Bold", "words", "and", "a", "link", "Then", "more", "text"]
 
 
-def run(coro):
+T = TypeVar("T")
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
     return asyncio.run(coro)
 
 
@@ -28,7 +34,9 @@ def words_of(text: str) -> list[str]:
     return re.findall(r"[A-Za-z']+", text)
 
 
-async def speak_with(server, text: str, *, timestamps: bool | None) -> tuple[dict, list[dict]]:
+async def speak_with(
+    server: Server, text: str, *, timestamps: bool | None
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     async with connect(server.ws) as ws:
         configure = {"type": "configure"} if timestamps is None else {"type": "configure", "timestamps": timestamps}
         await send(ws, configure)
@@ -39,7 +47,9 @@ async def speak_with(server, text: str, *, timestamps: bool | None) -> tuple[dic
         return configured, events
 
 
-def assert_in_order_and_inside(words: list[dict], text: str, audio_ms: float, spoken: list[str] | None = None) -> None:
+def assert_in_order_and_inside(
+    words: list[dict[str, Any]], text: str, audio_ms: float, spoken: list[str] | None = None
+) -> None:
     assert [w["text"] for w in words] == (spoken or words_of(text))  # every word, once, in order
     for word in words:
         assert text[word["char_start"]:word["char_end"]] == word["text"]
@@ -48,7 +58,7 @@ def assert_in_order_and_inside(words: list[dict], text: str, audio_ms: float, sp
         assert a["end_ms"] <= b["start_ms"] and a["char_end"] <= b["char_start"]
 
 
-def test_configure_timestamps_sends_words_before_each_sentences_audio(server):
+def test_configure_timestamps_sends_words_before_each_sentences_audio(server: Server) -> None:
     configured, events = run(speak_with(server, SPEAK, timestamps=True))
     assert configured["timestamps"] is True
     kinds = [e["type"] for e in events]
@@ -68,14 +78,14 @@ def test_configure_timestamps_sends_words_before_each_sentences_audio(server):
 
 
 @pytest.mark.parametrize("timestamps", [None, False])
-def test_without_timestamps_no_words_are_sent(server, timestamps):
+def test_without_timestamps_no_words_are_sent(server: Server, timestamps: bool | None) -> None:
     configured, events = run(speak_with(server, SPEAK, timestamps=timestamps))
     assert configured["timestamps"] is False
     assert "words" not in [e["type"] for e in events] and any(e["type"] == "audio" for e in events)
 
 
-def test_a_bad_timestamps_value_names_the_field(server):
-    async def scenario():
+def test_a_bad_timestamps_value_names_the_field(server: Server) -> None:
+    async def scenario() -> dict[str, Any]:
         async with connect(server.ws) as ws:
             await send(ws, {"type": "configure", "timestamps": "yes"})
             (error,) = await collect(ws, of_type("error"))
@@ -85,7 +95,7 @@ def test_a_bad_timestamps_value_names_the_field(server):
 
 
 
-def test_sse_words_point_into_the_text_as_sent(server):
+def test_sse_words_point_into_the_text_as_sent(server: Server) -> None:
     body = {"text": MARKDOWN, "transport": "sse", "timestamps": True}
     events = sse_events(httpx.post(f"{server.http}/invocations", json=body, timeout=120).text)
     names = [name for name, _ in events]

@@ -3,44 +3,52 @@
 from __future__ import annotations
 
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 import torch
 
 from kokoro_server.engines import EngineError, load_engine
-from kokoro_server.engines.torch_engine import _seed, build_kmodel, fold_weight_norm, load_checkpoint_strictly
-from kokoro_server.model_dir import ModelDirError, open_model_dir, style_for
+from kokoro_server.engines.torch_engine import (
+    TorchEngine,
+    _seed,
+    build_kmodel,
+    fold_weight_norm,
+    load_checkpoint_strictly,
+)
+from kokoro_server.model_dir import ModelDir, ModelDirError, open_model_dir, style_for
 
 pytestmark = [pytest.mark.kokoro, pytest.mark.real_model]
 
 
-def rewrite_checkpoint(root: Path, change) -> None:
+def rewrite_checkpoint(root: Path, change: Callable[[dict[str, Any]], None]) -> None:
     path = root / "kokoro-v1_0.pth"
     checkpoint = torch.load(path, weights_only=True)
     change(checkpoint)
     torch.save(checkpoint, path)
 
 
-def drop_key(checkpoint: dict) -> None:
+def drop_key(checkpoint: dict[str, Any]) -> None:
     del checkpoint["decoder"][next(iter(checkpoint["decoder"]))]
 
 
-def add_key(checkpoint: dict) -> None:
+def add_key(checkpoint: dict[str, Any]) -> None:
     checkpoint["predictor"]["surprise.weight"] = torch.zeros(3)
 
 
-def reshape_key(checkpoint: dict) -> None:
+def reshape_key(checkpoint: dict[str, Any]) -> None:
     key = next(k for k, v in checkpoint["bert_encoder"].items() if v.ndim == 2)
     checkpoint["bert_encoder"][key] = torch.zeros(7, 7)
 
 
-def drop_component(checkpoint: dict) -> None:
+def drop_component(checkpoint: dict[str, Any]) -> None:
     del checkpoint["text_encoder"]
 
 
-def prefix_module(checkpoint: dict) -> None:
+def prefix_module(checkpoint: dict[str, Any]) -> None:
     for name, state in list(checkpoint.items()):
         checkpoint[name] = {f"module.{key}": value for key, value in state.items()}
 
@@ -55,7 +63,9 @@ CASES = [
 
 
 @pytest.mark.parametrize(("change", "message"), CASES, ids=[c.__name__ for c, _ in CASES])
-def test_a_mismatched_checkpoint_is_refused(tiny_model: Path, tmp_path: Path, change, message) -> None:
+def test_a_mismatched_checkpoint_is_refused(
+    tiny_model: Path, tmp_path: Path, change: Callable[[dict[str, Any]], None], message: str
+) -> None:
     root = tmp_path / "model"
     shutil.copytree(tiny_model, root)
     rewrite_checkpoint(root, change)
@@ -93,13 +103,13 @@ def test_out_of_range_phonemes_raise_engine_error(tiny_model: Path, phonemes: st
         load_engine(model).synthesize(phonemes, model.voices["af_heart"][0], 1.0)
 
 
-def _kokoros_own(model) -> torch.nn.Module:
+def _kokoros_own(model: ModelDir) -> torch.nn.Module:
     kmodel = build_kmodel(model.config)
     load_checkpoint_strictly(kmodel, model.weights)
     return kmodel.eval()
 
 
-def _render(model, phonemes: str, *other_seeds: int) -> tuple[np.ndarray, list[np.ndarray]]:
+def _render(model: ModelDir, phonemes: str, *other_seeds: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """The same phonemes through the engine, and through kokoro's KModel.forward seeded as the
     engine seeds them, then seeded with each of ``other_seeds``."""
     style = style_for(model.voices["af_heart"], phonemes)
@@ -149,13 +159,15 @@ def test_the_merged_source_noise_has_kokoros_distribution(tiny_model: Path, hz: 
     the engine draws amp * N(0, |w|^2) once, after the merge. Over 400 frames (120 000 samples)
     of one F0 the pre-tanh noise of both (the source less its silenced render, seeded alike) has
     the spread amp * |w|, unvoiced (amp = sine_amp / 3) and voiced (amp = noise_std)."""
-    shared = load_engine(open_model_dir(tiny_model))._source
+    engine = load_engine(open_model_dir(tiny_model))
+    assert isinstance(engine, TorchEngine)
+    shared = engine._source
     f0 = torch.full((1, 800), hz)
 
     def kokoros(f0: torch.Tensor) -> torch.Tensor:
         return shared.original(shared.upsample(f0[:, None]).transpose(1, 2))[0]
 
-    def noise(make) -> torch.Tensor:
+    def noise(make: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
         with torch.inference_mode():
             torch.manual_seed(7)
             noisy = torch.atanh(make(f0))

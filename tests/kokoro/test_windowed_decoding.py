@@ -8,6 +8,7 @@ windows stops the windows after it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,10 +16,12 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import real_audio as ra
+from kokoro_harness import Server
 from waiting import wait_until_async
 
 from bench.audio_metrics import jumps, largest_jump_near, log_mel_distance
-from kokoro_server.engines import Decoding, load_engine
+from kokoro_server.engines import Decoding, Engine, Synthesis, load_engine
+from kokoro_server.engines.halt import Halt
 from kokoro_server.engines.windows import CROSSFADE
 from kokoro_server.model_dir import open_model_dir, style_for
 from kokoro_server.scheduler import Scheduler
@@ -36,8 +39,16 @@ VOICE = "jf_alpha"
 LANG = ra.ENGLISH  # the texts are English, read so by the Japanese voice (real_audio.ENGLISH)
 
 
+def noting(ran: list[str], name: str, audio_s: float | None = None) -> Callable[[], float | None]:
+    """A job that notes its name in ``ran`` and returns ``audio_s`` (its seconds of audio)."""
+    def job() -> float | None:
+        ran.append(name)
+        return audio_s
+    return job
+
+
 @pytest.fixture(scope="module")
-def long_input():
+def long_input() -> tuple[str, np.ndarray, np.ndarray]:
     phonemes = ra.phonemizer().phonemize(LONG, voice=VOICE, lang=LANG)
     assert len(phonemes) == 1, "the sentence must be one model chunk"
     pack = ra.model().voices[VOICE]
@@ -45,12 +56,14 @@ def long_input():
 
 
 @pytest.fixture(scope="module")
-def one_shot(long_input) -> np.ndarray:
+def one_shot(long_input: tuple[str, np.ndarray, np.ndarray]) -> np.ndarray:
     phonemes, _, style = long_input
     return ra.engine().synthesize(phonemes, style, 1.0).audio
 
 
-def test_the_cut_graph_reproduces_the_whole_graph_bit_for_bit(long_input, one_shot) -> None:
+def test_the_cut_graph_reproduces_the_whole_graph_bit_for_bit(
+    long_input: tuple[str, np.ndarray, np.ndarray], one_shot: np.ndarray
+) -> None:
     engine = ra.engine()
     assert engine.windowed, "the packaged export must be cut into front, source and decoder"
     phonemes, _, style = long_input
@@ -62,7 +75,7 @@ def test_the_cut_graph_reproduces_the_whole_graph_bit_for_bit(long_input, one_sh
     np.testing.assert_array_equal(one_shot, audio.reshape(-1))
 
 
-def test_the_front_gives_frames_per_token_for_word_timings(long_input) -> None:
+def test_the_front_gives_frames_per_token_for_word_timings(long_input: tuple[str, np.ndarray, np.ndarray]) -> None:
     engine = ra.engine()
     phonemes, _, style = long_input
     decoding = engine.begin(phonemes, style, 1.0)
@@ -71,7 +84,9 @@ def test_the_front_gives_frames_per_token_for_word_timings(long_input) -> None:
     assert decoding.durations.sum() == decoding.frames  # 25 ms each
 
 
-def test_windowed_audio_is_one_shot_length_in_the_served_windows_without_clicks(long_input, one_shot) -> None:
+def test_windowed_audio_is_one_shot_length_in_the_served_windows_without_clicks(
+    long_input: tuple[str, np.ndarray, np.ndarray], one_shot: np.ndarray
+) -> None:
     phonemes, _, style = long_input
     decoding = ra.engine().begin(phonemes, style, 1.0)
     parts = ra.decode_as_served(decoding)
@@ -98,7 +113,9 @@ def _own_variation_and_windowed(phonemes: str, pack: np.ndarray, one_shot: np.nd
     return own, log_mel_distance(one_shot, windowed)
 
 
-def test_windowed_differs_from_one_shot_about_as_much_as_the_model_varies_itself(long_input, one_shot) -> None:
+def test_windowed_differs_from_one_shot_about_as_much_as_the_model_varies_itself(
+    long_input: tuple[str, np.ndarray, np.ndarray], one_shot: np.ndarray
+) -> None:
     """The decoder normalises over time and quantizes with whole-tensor scales, so every render
     depends on everything decoded with it: one frame less changes the rest of the audio too."""
     phonemes, pack, _ = long_input
@@ -200,19 +217,19 @@ class _CountingEngine:
     """The real engine, counting the windows it decodes (to see what a cancel stopped) and
     recording each chunk's phonemes and the windows it was decoded in."""
 
-    def __init__(self, engine, log: list[str] | None = None) -> None:
+    def __init__(self, engine: Engine, log: list[str] | None = None) -> None:
         self._engine = engine
         self.name, self.device = engine.name, engine.device
         self.decoded = 0
         self.jobs: list[tuple[str, Decoding]] = []  # each chunk's phonemes and its decoder state
         self.log = log if log is not None else []  # "window" per decoded window, in model order
 
-    def begin(self, phonemes, style, speed, *, halt=None):
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
         decoding = self._engine.begin(phonemes, style, speed, halt=halt)
         self.jobs.append((phonemes, decoding))
         inner = decoding.decode
 
-        def decode(lo: int, hi: int, halt=None) -> np.ndarray:
+        def decode(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
             self.decoded += 1
             self.log.append("window")
             return inner(lo, hi, halt)
@@ -220,7 +237,7 @@ class _CountingEngine:
         decoding.decode = decode
         return decoding
 
-    def synthesize(self, phonemes, style, speed):
+    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
         return self._engine.synthesize(phonemes, style, speed)
 
 
@@ -255,7 +272,7 @@ def test_a_listener_near_silence_gets_its_next_window_before_a_session_seconds_a
 
         def busy(_: float = 0.0) -> None:  # "ahead" keeps one job queued while the sentence is spoken
             if speaking:
-                scheduler.submit("ahead", lambda: order.append("ahead") or 0.5, audio_s=float, then=busy)
+                scheduler.submit("ahead", noting(order, "ahead", 0.5), audio_s=float, then=busy)
 
         busy()
         windows = [c async for c in Speech(synth, owner="listener", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG)]
@@ -283,7 +300,7 @@ ONE_SENTENCE = ("This one sentence is long enough that the decoder has to work t
                 "of frames before the whole of it has been spoken aloud.")
 
 
-def test_one_sentence_arrives_in_several_pieces_on_both_routes(server) -> None:
+def test_one_sentence_arrives_in_several_pieces_on_both_routes(server: Server) -> None:
     import base64
     import json
 
@@ -299,7 +316,7 @@ def test_one_sentence_arrives_in_several_pieces_on_both_routes(server) -> None:
     assert len(audio_events) >= 3, "one sentence must stream as several windows, not one piece"
     sse_audio = b"".join(base64.b64decode(e["audio"]) for e in audio_events)
 
-    async def over_websocket() -> tuple[list[dict], bytes]:
+    async def over_websocket() -> tuple[list[dict[str, Any]], bytes]:
         async with websockets.connect(server.ws) as ws:
             await wsclient.send(ws, {"type": "speak", "id": "w", "text": ONE_SENTENCE})
             got = await wsclient.collect(ws, wsclient.of_type("utterance_end", id="w"))

@@ -10,6 +10,7 @@ sizer's (test_sizing.py); here the sizes are given.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -23,7 +24,7 @@ PER_FRAME = 600
 SIZES = [[20, 80, 375], [475], [1, 474], [20, 20, 20, 415], [474, 1], [100, 375]]
 
 
-def _frame_exact_decoder(signal: np.ndarray, calls: list[tuple[int, int]]):
+def _frame_exact_decoder(signal: np.ndarray, calls: list[tuple[int, int]]) -> Callable[..., np.ndarray]:
     def decode(lo: int, hi: int, halt: object = None) -> np.ndarray:
         calls.append((lo, hi))
         return signal[lo * PER_FRAME:hi * PER_FRAME].copy()

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 import real_audio as ra
 
-from kokoro_server.engines import load_engine
+from kokoro_server.engines import Engine, load_engine
 from kokoro_server.g2p import Phonemizer, chunk_jobs
 from kokoro_server.model_dir import ModelDir, open_model_dir
 from kokoro_server.scheduler import Scheduler
@@ -34,9 +34,9 @@ LONG = ("The ship left the harbour at dawn, and by noon the coast had vanished b
         "Nobody on board said a word until the captain walked out onto the deck.")
 
 
-def speak_words(model: ModelDir, engine, text: str, voice: str) -> tuple[list[WordTiming], np.ndarray]:
+def speak_words(model: ModelDir, engine: Engine, text: str, voice: str) -> tuple[list[WordTiming], np.ndarray]:
     """(words, audio) of one Speech through the real Synthesizer and scheduler, cut as POST cuts it."""
-    async def scenario():
+    async def scenario() -> tuple[list[WordTiming], np.ndarray]:
         scheduler = Scheduler(workers=1)
         await scheduler.start()
         synth = Synthesizer(engine=engine, voices=model.voices, scheduler=scheduler, vocab=model.vocab)
@@ -53,7 +53,7 @@ def speak_words(model: ModelDir, engine, text: str, voice: str) -> tuple[list[Wo
 
 
 @pytest.fixture(scope="module")
-def tiny(tiny_model: Path):
+def tiny(tiny_model: Path) -> tuple[ModelDir, Engine]:
     model = open_model_dir(tiny_model)
     return model, load_engine(model)
 
@@ -69,7 +69,7 @@ def assert_well_formed(words: list[WordTiming], text: str, audio_ms: float) -> N
         assert text[word.char_start:word.char_end] == word.text
 
 
-def test_every_word_of_the_users_text_is_present_once_with_its_offsets(tiny):
+def test_every_word_of_the_users_text_is_present_once_with_its_offsets(tiny: tuple[ModelDir, Engine]) -> None:
     model, engine = tiny
     words, audio = speak_words(model, engine, MARKDOWN, "af_heart")
     assert [w.text for w in words] == SPOKEN  # markup and the link's URL are not words; nothing twice
@@ -78,7 +78,7 @@ def test_every_word_of_the_users_text_is_present_once_with_its_offsets(tiny):
     assert words[-1].end_ms > words[0].end_ms  # sentence chunks are offset by the audio before them
 
 
-def test_g2p_words_map_to_their_phonemes():
+def test_g2p_words_map_to_their_phonemes() -> None:
     (chunk,) = Phonemizer().chunks("Dr. Smith paid $3.50 for coffee, didn't he?", voice="af_heart",
                                    options=NORMALIZE_NONE)  # misaki's own words (test_normalize.py: ours)
     spelled = {w.text: chunk.phonemes[w.phoneme_start:w.phoneme_end] for w in chunk.words}
@@ -87,7 +87,7 @@ def test_g2p_words_map_to_their_phonemes():
     assert "θɹˈi" in spelled["3.50"]  # a number is its spoken words' phonemes
 
 
-def test_a_chunk_cut_into_sentence_jobs_keeps_each_words_phonemes():
+def test_a_chunk_cut_into_sentence_jobs_keeps_each_words_phonemes() -> None:
     (chunk,) = Phonemizer().chunks("Hello there. How are you today?", voice="af_heart")
     jobs = chunk_jobs(chunk)
     assert [[w.text for w in job.words] for job in jobs] == [["Hello", "there"], ["How", "are", "you", "today"]]
@@ -96,21 +96,21 @@ def test_a_chunk_cut_into_sentence_jobs_keeps_each_words_phonemes():
         assert all(job.phonemes[w.phoneme_start:w.phoneme_end] == whole[w.text] for w in job.words)
 
 
-def test_the_aligner_finds_words_in_order_and_marks_rewritten_ones():
+def test_the_aligner_finds_words_in_order_and_marks_rewritten_ones() -> None:
     aligner = TextAligner("the cat and the hat")
     first = aligner.place([ChunkWord(text="the", phoneme_start=0, phoneme_end=1)])
     rest = aligner.place([ChunkWord(text=t, phoneme_start=0, phoneme_end=1) for t in ("cat", "the", "three", "hat")])
     assert [(p.char_start, p.char_end) for p in (*first, *rest)] == [(0, 3), (4, 7), (12, 15), (15, 15), (16, 19)]
 
 
-def test_durations_skip_symbols_the_model_does_not_know():
+def test_durations_skip_symbols_the_model_does_not_know() -> None:
     vocab = {"a": 1, "b": 2, "c": 3}
     starts = phoneme_frame_starts("ab?c", np.array([2, 1, 2, 3, 4]), vocab)
-    assert starts.tolist() == [2, 3, 5, 5, 8]
+    assert starts is not None and starts.tolist() == [2, 3, 5, 5, 8]
     assert phoneme_frame_starts("ab?c", np.array([2, 1, 2, 3, 3, 4]), vocab) is None  # counts disagree: no times
 
 
-def test_real_weights_give_word_times_inside_the_audio():
+def test_real_weights_give_word_times_inside_the_audio() -> None:
     ra.require_weights()
     words, audio = speak_words(ra.model(), ra.engine(), LONG, "jf_alpha")
     expected = re.findall(r"[A-Za-z']+", LONG)
@@ -132,7 +132,8 @@ def frame_rms_db(audio: np.ndarray, at_ms: np.ndarray, half_ms: float = 10.0) ->
 def dips(audio: np.ndarray, at_ms: np.ndarray, span_ms: float = 100.0) -> np.ndarray:
     """Whether the audio at each time is quieter than ``span_ms`` before and after it: a local low."""
     here = frame_rms_db(audio, at_ms)
-    return here < np.minimum(frame_rms_db(audio, at_ms - span_ms), frame_rms_db(audio, at_ms + span_ms))
+    dipped: np.ndarray = here < np.minimum(frame_rms_db(audio, at_ms - span_ms), frame_rms_db(audio, at_ms + span_ms))
+    return dipped
 
 
 LOW_ENERGY_TEXTS = (
@@ -142,14 +143,15 @@ LOW_ENERGY_TEXTS = (
 )
 
 
-def test_real_word_boundaries_fall_on_low_energy_more_often_than_random_cuts():
+def test_real_word_boundaries_fall_on_low_energy_more_often_than_random_cuts() -> None:
     """Kokoro runs words together, so a boundary is rarely silence; but it is a local low of the
     energy (a consonant or a pause between two vowels' peaks) much more often than a random
     point of the same speech is. Measured here: 0.63 of 38 boundaries, 0.32 of random points, and
     0.27 of word centres (what times half a word off would give)."""
     ra.require_weights()
     rng = np.random.default_rng(0)
-    at_boundaries, at_random = [], []
+    at_boundaries: list[bool] = []
+    at_random: list[bool] = []
     for text in LOW_ENERGY_TEXTS:
         words, audio = speak_words(ra.model(), ra.engine(), text, "jf_alpha")
         boundaries = np.array([(a.end_ms + b.start_ms) / 2 for a, b in zip(words, words[1:])])

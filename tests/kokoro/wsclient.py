@@ -20,7 +20,8 @@ async def receive(ws: Any, *, timeout: float = 60) -> Event:
     frame = await asyncio.wait_for(ws.recv(), timeout)
     if isinstance(frame, bytes):
         return {"type": "audio", "bytes": len(frame), "data": frame}
-    return json.loads(frame)
+    event: Event = json.loads(frame)
+    return event
 
 
 async def collect(

@@ -79,7 +79,9 @@ def test_containers_run_as_a_non_root_user(path: Path) -> None:
     assert final not in ("root", "0"), final
     created = " ".join(rest for keyword, rest in instructions if keyword == "RUN")
     assert re.search(rf"useradd --uid (\d+) .*{re.escape(final)}\b", created), "the USER is created with a uid"
-    uid = int(re.search(r"useradd --uid (\d+)", created).group(1))
+    match = re.search(r"useradd --uid (\d+)", created)
+    assert match is not None
+    uid = int(match.group(1))
     assert uid >= 1000
     # nothing after the USER switches back to root
     last_user = max(i for i, (keyword, _) in enumerate(instructions) if keyword == "USER")

@@ -24,7 +24,7 @@ REQUIREMENT_FILES = [
     REPO / "agent/requirements.txt",
 ]
 DOCKERFILES = [REPO / "containers/kokoro/Dockerfile", REPO / "agent/Dockerfile"]
-FLOORS = {canonicalize_name(name): Version(entry["min"])
+FLOORS: dict[str, Version] = {canonicalize_name(name): Version(entry["min"])
           for name, entry in json.loads((Path(__file__).parent / "advisory_floors.json").read_text())["floors"].items()}
 KOKORO_SITE = REPO / ".venv-kokoro" / "lib"
 
@@ -59,7 +59,7 @@ def below_floor(pins: dict[str, Version]) -> list[str]:
 
 
 def pins_of(path: Path) -> dict[str, Version]:
-    pins = {}
+    pins: dict[str, Version] = {}
     for _, line in requirement_lines(path):
         requirement = Requirement(line)
         pins[canonicalize_name(requirement.name)] = Version(next(iter(requirement.specifier)).version)
@@ -104,7 +104,7 @@ def test_pinned_requirements_are_at_or_above_the_advisory_floor(path: Path) -> N
 def test_the_container_environment_is_at_or_above_the_advisory_floor() -> None:
     """Transitive dependencies too: .venv-kokoro is exactly what the container installs (plus the
     test-only packages). pip itself is left out: the image's pip is the base image's, not pinned."""
-    installed = {}
+    installed: dict[str, Version] = {}
     for meta in KOKORO_SITE.glob("python*/site-packages/*.dist-info/METADATA"):
         head = meta.read_text(errors="replace").splitlines()[:10]
         fields = dict(line.split(": ", 1) for line in head if ": " in line)

@@ -197,7 +197,7 @@ def test_the_aws_samples_message_shape_over_raw_payload_parts(aws_env: SageMaker
                 await stream.input_stream.send(RequestStreamEventPayloadPart(value=RequestPayloadPart(
                     bytes_=b'{"type": "close"}', data_type="UTF8")))
         await stream.input_stream.close()
-        await client._config.transport.close()  # type: ignore[union-attr]
+        await client._config.transport.close()
         return parts
 
     parts = run(body())

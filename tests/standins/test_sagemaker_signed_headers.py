@@ -32,7 +32,7 @@ SAGEMAKER_HEADERS = {  # what invoke_endpoint sends for its optional parameters
 }
 
 
-class SignEveryHeader(botocore.auth.SigV4Auth):
+class SignEveryHeader(botocore.auth.SigV4Auth):  # type: ignore[misc]  # botocore is untyped here (Any)
     """botocore's SigV4 with no header left out: a client may sign user-agent or x-amzn-trace-id too."""
 
     def headers_to_sign(self, request: botocore.awsrequest.AWSRequest) -> Any:

@@ -79,9 +79,14 @@ async def _signed_events(payloads: list[bytes], *, secret: str, seed: str) -> li
     signer = AsyncEventSigner(initial_signature=seed.encode(), event_encoder_cls=EventHeaderEncoder)
     identity = AWSCredentialsIdentity(access_key_id=CREDS.access_key_id, secret_access_key=secret)
     properties = {"region": "us-east-1", "service": "sagemaker"}
-    out = [await signer.sign(event=EventMessage(payload=p), identity=identity, properties=properties)  # type: ignore[arg-type]
-           for p in payloads]
-    out.append(await signer.sign_empty(event=EventMessage(), identity=identity, properties=properties))  # type: ignore[arg-type]
+    out: list[EventMessage] = []
+    for p in payloads:
+        signed = await signer.sign(event=EventMessage(payload=p), identity=identity, properties=properties)  # type: ignore[arg-type]
+        assert isinstance(signed, EventMessage)  # the signer signs the event it is given and hands it back
+        out.append(signed)
+    end = await signer.sign_empty(event=EventMessage(), identity=identity, properties=properties)  # type: ignore[arg-type]
+    assert isinstance(end, EventMessage)
+    out.append(end)
     return out
 
 

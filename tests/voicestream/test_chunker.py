@@ -10,8 +10,8 @@ import pytest
 from voicestream.chunker import IncrementalSentenceChunker, aiter_sentences, iter_sentences
 from voicestream.markdown import MAX_LINK_CHARS
 
-EARLY = {"early_first_fragment": True}
-RAW = {"strip_markdown": False}
+EARLY: dict[str, object] = {"early_first_fragment": True}
+RAW: dict[str, object] = {"strip_markdown": False}
 
 # (id, input, expected pieces, options)
 CASES: list[tuple[str, str, list[str], dict[str, object]]] = [

@@ -4,6 +4,7 @@ not depend on how the stream was cut, and no exception on any text."""
 from __future__ import annotations
 
 import os
+from typing import TypedDict, Unpack
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -30,6 +31,15 @@ texts = st.lists(st.sampled_from(_TOKENS), max_size=40).map("".join) | st.text(m
 plain_texts = st.lists(
     st.sampled_from([t for t in _TOKENS if not set(t) & set("*_~`[]()#>-|\\!")]), max_size=40
 ).map("".join)
+class Options(TypedDict, total=False):
+    """IncrementalSentenceChunker's keyword arguments."""
+
+    early_first_fragment: bool
+    min_first_fragment_words: int
+    max_chars: int
+    strip_markdown: bool
+
+
 options = st.fixed_dictionaries(
     {
         "early_first_fragment": st.booleans(),
@@ -40,8 +50,8 @@ options = st.fixed_dictionaries(
 )
 
 
-def run(fragments: list[str], **opts: object) -> list[str]:
-    chunker = IncrementalSentenceChunker(**opts)  # type: ignore[arg-type]
+def run(fragments: list[str], **opts: Unpack[Options]) -> list[str]:
+    chunker = IncrementalSentenceChunker(**opts)
     pieces: list[str] = []
     for fragment in fragments:
         pieces += chunker.feed(fragment)
@@ -55,7 +65,7 @@ def cut(text: str, points: list[int]) -> list[str]:
 
 @FAST
 @given(texts, st.lists(st.integers(0, 10_000), max_size=12), options)
-def test_pieces_do_not_depend_on_fragmentation(text: str, points: list[int], opts: dict) -> None:
+def test_pieces_do_not_depend_on_fragmentation(text: str, points: list[int], opts: Options) -> None:
     whole = run([text], **opts)
     assert run(list(text), **opts) == whole
     assert run(cut(text, points), **opts) == whole
@@ -63,14 +73,14 @@ def test_pieces_do_not_depend_on_fragmentation(text: str, points: list[int], opt
 
 @FAST
 @given(texts, st.lists(st.integers(0, 10_000), max_size=12), options)
-def test_pieces_are_stripped_and_non_empty(text: str, points: list[int], opts: dict) -> None:
+def test_pieces_are_stripped_and_non_empty(text: str, points: list[int], opts: Options) -> None:
     for piece in run(cut(text, points), **opts):
         assert piece and piece == piece.strip()
 
 
 @FAST
 @given(texts, st.lists(st.integers(0, 10_000), max_size=8), options)
-def test_no_text_lost_or_duplicated(text: str, points: list[int], opts: dict) -> None:
+def test_no_text_lost_or_duplicated(text: str, points: list[int], opts: Options) -> None:
     expected = strip_markdown(text) if opts["strip_markdown"] else text
     assert "".join("".join(run(cut(text, points), **opts)).split()) == "".join(expected.split())
 
@@ -103,7 +113,7 @@ def test_max_chars_is_respected_except_for_long_words(text: str, max_chars: int)
 
 @FAST
 @given(st.lists(st.text(max_size=12), max_size=20), options)
-def test_never_raises_on_arbitrary_fragments(fragments: list[str], opts: dict) -> None:
+def test_never_raises_on_arbitrary_fragments(fragments: list[str], opts: Options) -> None:
     chunker = IncrementalSentenceChunker(**opts)
     for fragment in fragments:
         chunker.feed(fragment)

@@ -98,14 +98,14 @@ def run_with_restart(first: KokoroProcess, connect: Callable[[str], Awaitable[Tt
 def test_a_turn_survives_its_server_stopping_over_the_local_websocket(
     kokoro_server: KokoroServer, stopping_server: KokoroProcess, reference: dict[str, int],
 ) -> None:
-    async def routed() -> tuple[list[object], int, dict[str, int]]:
+    async def scenario() -> tuple[list[object], int, dict[str, int]]:
         async with HealthyRouter([stopping_server.url, kokoro_server.url]) as router:
             loop = asyncio.get_running_loop()
             events, resumes = await loop.run_in_executor(
                 None, run_with_restart, stopping_server, connect_local, router.url, router)
             return events, resumes, router.routed
 
-    events, resumes, routed = asyncio.run(routed())
+    events, resumes, routed = asyncio.run(scenario())
     check_exactly_once(events, reference)
     assert resumes == 1
     assert routed == {stopping_server.url: 1, kokoro_server.url: 1}
@@ -116,7 +116,7 @@ def test_a_turn_survives_its_server_stopping_through_the_sagemaker_bidi_stream(
     kokoro_server: KokoroServer, stopping_server: KokoroProcess, reference: dict[str, int],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    async def routed() -> tuple[list[object], int, dict[str, int]]:
+    async def scenario() -> tuple[list[object], int, dict[str, int]]:
         async with HealthyRouter([stopping_server.url, kokoro_server.url]) as router:
             with tempfile.TemporaryDirectory(prefix="sagemaker-local-") as state:
                 standin = StandInProcess(container_url=router.url, state_dir=Path(state), cwd=REPO,
@@ -140,7 +140,7 @@ def test_a_turn_survives_its_server_stopping_through_the_sagemaker_bidi_stream(
                     await asyncio.to_thread(standin.stop)
             return events, resumes, router.routed
 
-    events, resumes, routed = asyncio.run(routed())
+    events, resumes, routed = asyncio.run(scenario())
     check_exactly_once(events, reference)
     assert resumes == 1
     assert routed[stopping_server.url] >= 1 and routed[kokoro_server.url] >= 1

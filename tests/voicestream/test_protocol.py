@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from voicestream.protocol import (
     MAX_FRAME_BYTES,
     Cancel,
+    ClientMessage,
     Close,
     Configure,
     Delta,
@@ -25,7 +27,7 @@ from voicestream.protocol import (
 )
 from voicestream.protocol.aws import SampleSpeak
 
-VALID = [
+VALID: list[tuple[dict[str, Any], ClientMessage]] = [
     ({"type": "configure", "voice": "af_heart", "speed": 1.2, "format": "mp3", "sample_rate": 16000},
      Configure(voice="af_heart", speed=1.2, format="mp3", sample_rate=16000)),
     ({"type": "configure"}, Configure()),
@@ -44,14 +46,14 @@ VALID = [
 
 
 @pytest.mark.parametrize(("payload", "expected"), VALID, ids=[str(p.get("type", "legacy")) for p, _ in VALID])
-def test_valid_messages_parse_from_text_and_binary_frames(payload: dict, expected: object) -> None:
+def test_valid_messages_parse_from_text_and_binary_frames(payload: dict[str, Any], expected: ClientMessage) -> None:
     raw = json.dumps(payload)
     assert parse_client_message(raw) == expected
     assert parse_client_message(raw.encode()) == expected
 
 
 @pytest.mark.parametrize(("payload", "expected"), VALID, ids=[str(p.get("type", "legacy")) for p, _ in VALID])
-def test_encoding_round_trips(payload: dict, expected) -> None:
+def test_encoding_round_trips(payload: dict[str, Any], expected: ClientMessage) -> None:
     assert parse_client_message(encode_client_message(expected)) == expected
 
 
