@@ -9,16 +9,15 @@ import numpy as np
 
 from voicestream.protocol import NATIVE_SAMPLE_RATE
 
+from .errors import EngineError
 from .windows import Decoding
 
 if TYPE_CHECKING:
     from .halt import Halt
 
+__all__ = ["MAX_PHONEMES", "Engine", "EngineError", "Synthesis"]
+
 MAX_PHONEMES = 510  # Kokoro's context is 512 tokens including the two pad tokens
-
-
-class EngineError(RuntimeError):
-    """Synthesis failed for one input; the server reports it and keeps serving."""
 
 
 @dataclass(frozen=True, kw_only=True)

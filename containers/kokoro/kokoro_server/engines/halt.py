@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from .base import EngineError
+from .errors import EngineError
 
 
 class Halted(EngineError):

@@ -4,12 +4,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
+    from aws_sdk_sagemaker_runtime_http2.models import RequestStreamEventPayloadPart
 
-    from .sagemaker_bidi import DuplexStream
+
+class InputStream(Protocol):
+    async def send(self, event: RequestStreamEventPayloadPart) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class OutputStream(Protocol):
+    async def receive(self) -> Any: ...
+
+    async def close(self) -> None: ...
+
+
+class DuplexStream(Protocol):
+    """What ``invoke_endpoint_with_bidirectional_stream`` returns (smithy's DuplexEventStream)."""
+
+    input_stream: InputStream
+
+    async def await_output(self) -> tuple[Any, OutputStream]: ...
+
+    async def close(self) -> None: ...
+
 
 
 async def reap_writers(writers: set[asyncio.Task[Any]]) -> None:

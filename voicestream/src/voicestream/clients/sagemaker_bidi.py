@@ -20,7 +20,7 @@ import logging
 import os
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any
 
 import boto3
 from aws_sdk_sagemaker_runtime_http2.client import AsyncSageMakerRuntimeHTTP2Client
@@ -38,7 +38,7 @@ from aws_sdk_sagemaker_runtime_http2.models import (
 from smithy_aws_core.identity import AWSCredentialsIdentity, AWSIdentityProperties
 from smithy_core.exceptions import CallError
 
-from ._sdk_streams import abandon, close_owned
+from ._sdk_streams import DuplexStream, OutputStream, abandon, close_owned
 from .base import TtsSession
 from .errors import TtsConfigError, TtsConnectionError, TtsError, TtsServerError, TtsTimeoutError
 
@@ -97,28 +97,6 @@ class BotoCredentialsResolver:
 
     async def invalidate(self) -> None:
         """Nothing cached here: boto3 owns the cache and its refresh."""
-
-
-class InputStream(Protocol):
-    async def send(self, event: RequestStreamEventPayloadPart) -> None: ...
-
-    async def close(self) -> None: ...
-
-
-class OutputStream(Protocol):
-    async def receive(self) -> Any: ...
-
-    async def close(self) -> None: ...
-
-
-class DuplexStream(Protocol):
-    """What ``invoke_endpoint_with_bidirectional_stream`` returns (smithy's DuplexEventStream)."""
-
-    input_stream: InputStream
-
-    async def await_output(self) -> tuple[Any, OutputStream]: ...
-
-    async def close(self) -> None: ...
 
 
 def _unmodeled_code(message: str) -> str | None:
