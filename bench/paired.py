@@ -16,6 +16,13 @@ bench/variants.py), or other code (``PYTHONPATH`` pointing at a git worktree's
         --sessions 2,4,8 --patterns 0,1,2 --out bench/results/overload/round_robin.json
 
 Patterns are bench.design's (pattern 0 is the first of ``make bench``'s three per rung).
+
+``--measure sentence_ttfa`` times bench.design's 6-word and 35-word sentences spoken alone instead
+(one of each per variant per round, ``--rounds`` rounds in rotating order), and the ratio of the
+two within each round: how a change to the job sizing moves a long sentence's first audio::
+
+    .venv/bin/python -m bench.paired sizer planner:PYTHONPATH=/tmp/before/containers/kokoro \\
+        --measure sentence_ttfa --rounds 5 --out bench/results/sentence_ttfa.json
 """
 
 from __future__ import annotations
@@ -24,13 +31,14 @@ import argparse
 import asyncio
 import json
 import os
+import statistics
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from . import measure
-from .design import DesignPlan, arrival_load
+from .design import DesignPlan, arrival_load, sentence_ttfa
 from .scenario import agent_answer
 from .server import ServerProcess
 
@@ -78,6 +86,66 @@ def summarize(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+def summarize_sentences(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per variant: median first audio of each sentence and the median of the rounds' own ratios
+    (a round's two sentences ran seconds apart, so a host that slows between rounds moves both)."""
+    out = []
+    for variant in dict.fromkeys(r["variant"] for r in runs):
+        found = [r for r in runs if r["variant"] == variant]
+        ratios = [r["ratio"] for r in found if r["ratio"] is not None]
+        out.append({
+            "variant": variant, "rounds": len(found),
+            **{key: _median([r[key] for r in found if r[key] is not None]) for key in ("short_ms", "long_ms")},
+            "ratio": round(statistics.median(ratios), 3) if ratios else None, "ratio_by_round": ratios,
+        })
+    return out
+
+
+def _median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+def start_servers(
+    variants: dict[str, dict[str, str]], servers: dict[str, ServerProcess], *, model_dir: Path, python: Path,
+    log_dir: Path, log: Callable[[str], None],
+) -> float | None:
+    """Every variant up, into ``servers``, the later ones at the decoder pace the first measured (so
+    all cut alike); that pace. The caller stops ``servers``, also when a later one fails to start."""
+    pace: float | None = None
+    for name, settings in variants.items():
+        pinned = {} if pace is None else {"KOKORO_DECODER_PACE": str(pace)}
+        env = dict(settings)
+        injected = tuple(filter(None, env.pop("variants", "").split("+")))
+        servers[name] = ServerProcess(python=python, model_dir=model_dir, log_path=log_dir / f"paired-{name}.log",
+                                      env={**os.environ, **env, **pinned}, variants=injected)
+        status = servers[name].start()
+        pace = pace if pace is not None else status.get("decoder_pace")
+        log(f"{name} up (decoder pace {pace})")
+    return pace
+
+
+def run_sentences(
+    variants: dict[str, dict[str, str]], *, rounds: int, model_dir: Path, python: Path, log_dir: Path,
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    servers: dict[str, ServerProcess] = {}
+    runs: list[dict[str, Any]] = []
+    pace: float | None = None
+    try:
+        pace = start_servers(variants, servers, model_dir=model_dir, python=python, log_dir=log_dir, log=log)
+        for index in range(rounds):
+            for name in turns(list(variants), index):
+                found = asyncio.run(sentence_ttfa(measure.Target(servers[name].url), 1))
+                runs.append({"variant": name, "round": index, **found})
+                log(f"{name} round {index}: 6 words {found['short_ms']} ms, 35 words {found['long_ms']} ms, "
+                    f"ratio {found['ratio']}")
+    finally:
+        for server in servers.values():
+            server.stop()
+    return {"measure": "sentence_ttfa", "decoder_pace": pace, "variants": variants, "rounds": rounds,
+            "summary": summarize_sentences(runs), "runs": runs}
+
+
 def run(
     variants: dict[str, dict[str, str]], *, sessions: list[int], patterns: list[int], model_dir: Path,
     python: Path, log_dir: Path, log: Callable[[str], None],
@@ -88,15 +156,7 @@ def run(
     pace: float | None = None
     runs: list[dict[str, Any]] = []
     try:
-        for name, settings in variants.items():
-            pinned = {} if pace is None else {"KOKORO_DECODER_PACE": str(pace)}
-            env = dict(settings)
-            injected = tuple(filter(None, env.pop("variants", "").split("+")))
-            servers[name] = ServerProcess(python=python, model_dir=model_dir, log_path=log_dir / f"paired-{name}.log",
-                                          env={**os.environ, **env, **pinned}, variants=injected)
-            status = servers[name].start()
-            pace = pace if pace is not None else status.get("decoder_pace")
-            log(f"{name} up (decoder pace {pace})")
+        pace = start_servers(variants, servers, model_dir=model_dir, python=python, log_dir=log_dir, log=log)
         for index, pattern in enumerate(patterns):
             for n in sessions:
                 for name in turns(list(variants), index):
@@ -119,6 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("variants", nargs="+", help="NAME or NAME:KEY=VALUE,... (environment settings)")
     parser.add_argument("--sessions", default="2,4,8", help="session counts, comma-separated")
     parser.add_argument("--patterns", default="0,1,2", help="start patterns (bench.design's), comma-separated")
+    parser.add_argument("--measure", choices=["arrivals", "sentence_ttfa"], default="arrivals",
+                        help="arrival load (default), or a 6-word and a 35-word sentence spoken alone")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of --measure sentence_ttfa")
     parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "kokoro-82m-onnx")
     parser.add_argument("--python", type=Path,
                         default=Path(os.environ.get("KOKORO_PYTHON", REPO / ".venv-kokoro/bin/python")))
@@ -131,8 +194,15 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    result = run(variants, sessions=sessions, patterns=patterns, model_dir=args.model_dir, python=args.python,
-                 log_dir=args.out.parent, log=lambda line: print(line, file=sys.stderr, flush=True))
+    def log(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    if args.measure == "sentence_ttfa":
+        result = run_sentences(variants, rounds=args.rounds, model_dir=args.model_dir, python=args.python,
+                               log_dir=args.out.parent, log=log)
+    else:
+        result = run(variants, sessions=sessions, patterns=patterns, model_dir=args.model_dir, python=args.python,
+                     log_dir=args.out.parent, log=log)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     return 0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import urllib.error
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -43,10 +44,15 @@ class ServerProcess(KokoroProcess):
     def start(self, *, timeout_s: float = START_TIMEOUT_S) -> dict[str, Any]:
         """Spawn the server; its first /diagnostics (the decoder pace it measured at warm-up among them)."""
         try:
-            super().start(timeout_s=timeout_s)
-            return self.diagnostics()
+            status = super().start(timeout_s=timeout_s)
         except LaunchError as error:
             raise BenchError(str(error)) from None
+        try:
+            return self.diagnostics()
+        except urllib.error.HTTPError as error:
+            if error.code != 404:
+                raise
+            return status  # a tree from before /diagnostics (bench.paired's before/after runs): /ping had them
 
 
 async def ping(client: httpx.AsyncClient, base_url: str) -> dict[str, Any]:

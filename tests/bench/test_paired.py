@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.paired import parse_variant, summarize, turns
+from bench.paired import parse_variant, summarize, summarize_sentences, turns
 
 VARIANTS: dict[str, tuple[str, dict[str, str]]] = {
     "deadline": ("deadline", {}),
@@ -50,3 +50,19 @@ def test_stall_is_pooled_by_audio_and_kept_per_pattern() -> None:
         {"variant": "b", "sessions": 4, "patterns": [0], "stall_ms_per_audio_min": None,
          "stall_by_pattern": [None], "ttfa_p95_ms_by_pattern": [None]},
     ]
+
+
+def test_sentence_ratios_are_paired_within_each_round() -> None:
+    runs = [
+        {"variant": "a", "round": 0, "short_ms": 100.0, "long_ms": 150.0, "ratio": 1.5},
+        {"variant": "b", "round": 0, "short_ms": 100.0, "long_ms": 200.0, "ratio": 2.0},
+        {"variant": "a", "round": 1, "short_ms": 300.0, "long_ms": 390.0, "ratio": 1.3},
+        {"variant": "b", "round": 1, "short_ms": 300.0, "long_ms": 480.0, "ratio": 1.6},
+        {"variant": "a", "round": 2, "short_ms": 200.0, "long_ms": 280.0, "ratio": 1.4},
+        {"variant": "b", "round": 2, "short_ms": 200.0, "long_ms": None, "ratio": None},
+    ]
+    summary = {row["variant"]: row for row in summarize_sentences(runs)}
+    assert list(summary) == ["a", "b"]
+    assert summary["a"]["ratio"] == 1.4 and summary["a"]["rounds"] == 3
+    assert summary["a"]["short_ms"] == 200.0 and summary["a"]["long_ms"] == 280.0
+    assert summary["b"]["ratio"] == 1.8 and summary["b"]["ratio_by_round"] == [2.0, 1.6]
