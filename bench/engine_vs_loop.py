@@ -9,7 +9,8 @@ Sides, over the agent answer's first eight sentences as one paragraph (bench/thr
   once at the start, to four paragraphs at once), sentences joined once the listener is ahead)
   from the first job to the last audio; also four paragraphs at once, a second caller (a short
   sentence 0.3 s into a paragraph) and the short sentence alone, windowed and one-shot
-  (bench/variants.py's one_shot); ``ours_sentence_jobs``: the paragraph alone and four at once
+  (bench/variants.py's one_shot), and a short answer's whole cost: the 6-word sentence and a
+  35-word one alone, to their last audio, and their CPU; ``ours_sentence_jobs``: the paragraph alone and four at once
   with one model job per sentence (bench/variants.py's sentence_jobs), what joining sentences
   gains; ``ours_linear_pace``: the paragraph alone and four at once with windows cut by the
   warm-up pace alone, what fitting the decoder's cost per call gains (pace.PaceMeter);
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from kokoro_server.sizing import Cost
 
 SHORT = "Start with where the router sits."  # 6 words (bench/design.py's)
+LONG = ("Routers work best in the open, up high and near the middle of your home, because walls, "
+        "mirrors and fish tanks all soak up the signal before it reaches the rooms that need it.")  # 35 (design's)
 SECOND_CALLER_AFTER_S = 0.3
 CONCURRENT = 4
 SENTENCE_JOBS = ("sentence_jobs",)
@@ -213,6 +216,8 @@ def measure(sides: Sides, rounds: int, log: Callable[[str], None]) -> dict[str, 
         ("ours_short", lambda: sides.ours([SHORT])["callers"][0]),
         ("ours_short_one_shot", lambda: sides.ours([SHORT], variants=("one_shot",))["callers"][0]),
         ("loop_short", lambda: sides.loop_sentence(SHORT)),
+        ("ours_long", lambda: sides.ours([LONG])["callers"][0]),
+        ("loop_long", lambda: sides.loop_sentence(LONG)),
     ]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in cases}
     worker = ThreadPoolExecutor(1)
@@ -260,6 +265,9 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     short = {"ours_first_s": med("ours_short", "first_s"),
              "ours_one_shot_first_s": med("ours_short_one_shot", "first_s"),
              "loop_first_s": med("loop_short", "first_s")}
+    answers = {size: {side: {"first_s": med(f"{side}_{size}", "first_s"), "total_s": med(f"{side}_{size}", "total_s"),
+                             "cpu_s": med(f"{side}_{size}", "cpu_s")} for side in ("ours", "loop")}
+               for size in ("short", "long") if runs.get(f"ours_{size}") and "cpu_s" in runs[f"ours_{size}"][0]}
     rows: dict[str, Any] = {
         "paragraph": paragraph_rows,
         "concurrent": {"callers": CONCURRENT, "ours_wall_s": concurrent_wall, "ours_first_p50_s": concurrent_first_p50,
@@ -269,6 +277,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "second_caller": {"after_s": SECOND_CALLER_AFTER_S, "ours_first_s": second_ours,
                           "loop_chunk_first_s": second_loop},
         "short": {"text": SHORT, **short},
+        "answers": {"short": SHORT, "long": LONG, **answers},
     }
     def total(name: str) -> Callable[[int], float]:
         return lambda i: float(runs[name][i]["total_s"])
@@ -278,6 +287,9 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
     def cpu_per_audio(name: str) -> Callable[[int], float]:
         return lambda i: float(runs[name][i]["cpu_s"] / runs[name][i]["audio_s"])
+
+    def cpu(name: str) -> Callable[[int], float]:
+        return lambda i: float(runs[name][i]["cpu_s"])
 
     def second_caller_loop(i: int) -> float:
         return loop_second_caller_first(total("loop_chunk")(i), first("loop_short")(i))
@@ -297,11 +309,14 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "second_caller_first_over_loop":
             (lambda i: float(runs["ours_second_caller"][i]["callers"][1]["first_s"]), second_caller_loop),
         "short_first_over_one_shot": (first("ours_short"), first("ours_short_one_shot")),
+        **{f"{size}_{kind}_over_loop": (measure_(f"ours_{size}"), measure_(f"loop_{size}"))
+           for size in answers for kind, measure_ in (("total", total), ("cpu", cpu), ("first", first))},
     }
     rounds = min(len(found) for found in runs.values())
     limits = {"total_over_loop_sentence": 1.0, "cpu_per_audio_over_loop_sentence": 1.05,
               "concurrent_wall_over_loop_sentence_x4": 1.1, "first_over_loop_sentence": 1.0,
-              "first_over_loop_chunk": 0.5, "second_caller_first_over_loop": 0.3, "short_first_over_one_shot": 1.0}
+              "first_over_loop_chunk": 0.5, "second_caller_first_over_loop": 0.3, "short_first_over_one_shot": 1.0,
+              **{f"{size}_{kind}_over_loop": 1.0 for size in answers for kind in ("total", "cpu", "first")}}
     targets = []
     for name, (top, bottom) in ratios.items():  # paired: both sides from the same round, minutes apart
         value = statistics.median(top(i) / bottom(i) for i in range(rounds))
