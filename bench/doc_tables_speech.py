@@ -20,6 +20,12 @@ RATIOS = {
     "first_over_loop_chunk": "paragraph first byte, ours / `loop_chunk`",
     "second_caller_first_over_loop": "a second caller's first byte, ours / `loop_chunk`",
     "short_first_over_one_shot": "a short sentence alone, first byte: windowed / one-shot",
+    "short_total_over_loop": "6 words alone, total time, ours / `loop_sentence`",
+    "short_cpu_over_loop": "6 words alone, CPU s, ours / `loop_sentence`",
+    "short_first_over_loop": "6 words alone, first byte, ours / `loop_sentence`",
+    "long_total_over_loop": "35 words alone, total time, ours / `loop_sentence`",
+    "long_cpu_over_loop": "35 words alone, CPU s, ours / `loop_sentence`",
+    "long_first_over_loop": "35 words alone, first byte, ours / `loop_sentence`",
 }
 
 
@@ -67,6 +73,13 @@ def engine_vs_loop(record: Results) -> list[str]:
                  f"| {num(second['loop_chunk_first_s'])} |")
     lines.append(f"| short sentence alone: first byte s | {num(short['ours_first_s'])} "
                  f"(one-shot: {num(short['ours_one_shot_first_s'])}) | | | {num(short['loop_first_s'])} | |")
+    for size, words in (("short", 6), ("long", 35)):
+        answer = rows.get("answers", {}).get(size)
+        if answer:
+            ours, loop = answer["ours"], answer["loop"]
+            lines.append(f"| {words} words alone: first byte / total / CPU s | {num(ours['first_s'])} / "
+                         f"{num(ours['total_s'])} / {num(ours['cpu_s'])} | | | {num(loop['first_s'])} / "
+                         f"{num(loop['total_s'])} / {num(loop['cpu_s'])} | |")
     lines += ["", "| ratio | measured | at most | |", "|---|---|---|---|"]
     for target in record["targets"]:
         bound = "" if target["at_most"] is None else num(target["at_most"])
@@ -130,3 +143,49 @@ def language_packages(record: Results) -> list[str]:
     lines += [f"| `{code}` | {num(c['first_use_s'])} | {num(c['rss_growth_mib'])} |"
               for code, c in record["reader_first_use"].items()]
     return lines + ["", _caption(record)]
+
+
+#: bench/side_by_side.py's ratios, in the order docs/throughput.md reads them.
+SIDE_BY_SIDE_CASES = {
+    "short": "6 words", "long": "35 words", "paragraph": "paragraph (8 sentences)",
+    "second_caller": "6 words sent 0.3 s into a paragraph", "concurrent": "4 paragraphs at once",
+}
+
+
+def side_by_side(record: Results) -> list[str]:
+    """Ours against Kokoro-FastAPI: each case's medians, then ours / theirs per round's pair."""
+    ratios = {t["ratio"]: t for t in record["targets"]}
+    lines = ["| case | ours: first byte / total s | Kokoro-FastAPI: first byte / total s | first byte ratio "
+             "| total ratio | CPU per audio s ratio |", "|---|---|---|---|---|---|"]
+    for name, label in SIDE_BY_SIDE_CASES.items():
+        row = record["rows"].get(name)
+        if row is None:
+            continue
+        total_key = "concurrent_wall" if name == "concurrent" else f"{name}_total"
+        cells = []
+        for key in (f"{name}_first", total_key, f"{name}_cpu_per_audio"):
+            target = ratios.get(key)
+            cells.append("" if target is None else num(target["value"]) + (
+                "" if target["met"] is None else (" (met)" if target["met"] else " (**not met**)")))
+        lines.append(f"| {label} | {num(row['ours']['first_s'])} / {num(row['ours']['total_s'])} | "
+                     f"{num(row['theirs']['first_s'])} / {num(row['theirs']['total_s'])} | " + " | ".join(cells) + " |")
+    load = ", ".join(str(x) for x in record["load_average_after"])
+    return lines + ["", f"`bench/results/side_by_side-torch.json` ({record['when']}): `{record['command']}`; "
+                    f"Kokoro-FastAPI {record['kokoro_fastapi']}, model `{record['model_dir']}`, voice "
+                    f"`{record['voice']}`, {record['rounds']} rounds interleaved, ratios ours / theirs as the median "
+                    f"of the rounds' own ratios (goal: at most 1.0 where marked), {record['cpus']} CPUs, load average "
+                    f"after {load}, {num(record['seconds'], 's')}."]
+
+
+def sentence_ttfa(record: Results) -> list[str]:
+    """bench.paired --measure sentence_ttfa: first audio of a 6- and a 35-word sentence per variant."""
+    lines = ["| variant | 6 words, first audio ms | 35 words, first audio ms | 35 / 6 (median of rounds) | rounds |",
+             "|---|---|---|---|---|"]
+    for row in record["summary"]:
+        lines.append(f"| {row['variant']} | {num(row['short_ms'])} | {num(row['long_ms'])} | {num(row['ratio'])} | "
+                     f"{', '.join(num(r) for r in row['ratio_by_round'])} |")
+    variants = "; ".join(f"`{name}`: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "this tree")
+                         for name, env in record["variants"].items())
+    return lines + ["", f"`bench/results/sentence_ttfa-onnx.json` (`python -m bench.paired ... --measure "
+                    f"sentence_ttfa`): {variants}; decoder pace {num(record['decoder_pace'])} for all, "
+                    f"{record['rounds']} rounds, the variants' order rotating."]

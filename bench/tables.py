@@ -66,6 +66,8 @@ TABLES: tuple[Table, ...] = (
     Table(name="engine-vs-loop-torch", sources=("engine_vs_loop-torch.json",), render=speech.engine_vs_loop),
     Table(name="engine-vs-loop-onnx", sources=("engine_vs_loop-onnx.json",), render=speech.engine_vs_loop),
     Table(name="barge-in", sources=("barge_in-onnx.json", "barge_in-torch.json"), render=speech.barge_in),
+    Table(name="side-by-side", sources=("side_by_side-torch.json",), render=speech.side_by_side),
+    Table(name="sentence-ttfa", sources=("sentence_ttfa-onnx.json",), render=speech.sentence_ttfa),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
