@@ -10,7 +10,7 @@ mid-run slows them alike.
 A variant is a name and settings: environment settings such as a grace (``KOKORO_FIRST_AUDIO_S``),
 comparison variants the bench injects (``variants=round_robin``, several joined by ``+``:
 bench/variants.py), or other code (``PYTHONPATH`` pointing at a git worktree's
-``containers/kokoro``, e.g. one with bench/results/overload/wait.patch applied)::
+``containers/kokoro``, e.g. one at an older commit, or with a patch applied)::
 
     .venv/bin/python -m bench.paired deadline round_robin:variants=round_robin \\
         --sessions 2,4,8 --patterns 0,1,2 --out bench/results/overload/round_robin.json
