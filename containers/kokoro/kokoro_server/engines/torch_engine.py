@@ -192,7 +192,6 @@ class TorchEngine:
     """
 
     name = "torch"
-    windowed = True
 
     def __init__(self, *, model: ModelDir, device: str | None = None) -> None:
         self.device = pick_device(device)
