@@ -77,7 +77,8 @@ def test_a_round_where_one_side_stalled_does_not_pair_with_another_rounds_figure
     assert {t["ratio"]: t["value"] for t in found["targets"]}["total_over_loop_sentence"] == 1.0
 
 
-def test_a_short_answers_whole_cost_is_judged_against_the_loop_round_by_round() -> None:
+def _steady() -> dict[str, list[dict[str, Any]]]:
+    """Three alike rounds of every side the engine bench ran before the short-answer rows."""
     same = [_run(0.3, 4.0, 5.0)] * 3
     concurrent = [{**_run(0.0, 16.0, 0.0), "callers": [_run(0.2, 4.0, 0.0)] * CONCURRENT}] * 3
     runs = {name: same for name in (
@@ -86,6 +87,11 @@ def test_a_short_answers_whole_cost_is_judged_against_the_loop_round_by_round() 
     runs |= {name: concurrent for name in (
         "ours_concurrent", "ours_concurrent_sentence_jobs", "ours_concurrent_linear_pace")}
     runs["ours_second_caller"] = [{**_run(0.0, 4.0, 0.0), "callers": [_run(0.3, 4.0, 0), _run(0.25, 0.5, 0)]}] * 3
+    return runs
+
+
+def test_a_short_answers_whole_cost_is_judged_against_the_loop_round_by_round() -> None:
+    runs = _steady()
     # the 35-word sentence: ours speaks sooner but finishes later and spends more CPU; round 2 ran slow
     runs["ours_long"] = [_run(1.0, 4.6, 8.0), _run(2.0, 9.2, 16.0), _run(1.0, 4.6, 8.0)]
     runs["loop_long"] = [_run(4.0, 4.0, 7.0), _run(8.0, 8.0, 14.0), _run(4.0, 4.0, 7.0)]
@@ -99,13 +105,5 @@ def test_a_short_answers_whole_cost_is_judged_against_the_loop_round_by_round() 
 
 
 def test_results_from_before_the_short_answer_rows_still_summarize() -> None:
-    same = [_run(0.3, 4.0, 5.0)] * 3
-    concurrent = [{**_run(0.0, 16.0, 0.0), "callers": [_run(0.2, 4.0, 0.0)] * CONCURRENT}] * 3
-    runs = {name: same for name in (
-        "ours", "loop_sentence", "ours_sentence_jobs", "ours_linear_pace", "loop_chunk", "ours_short",
-        "ours_short_one_shot", "loop_short")}
-    runs |= {name: concurrent for name in (
-        "ours_concurrent", "ours_concurrent_sentence_jobs", "ours_concurrent_linear_pace")}
-    runs["ours_second_caller"] = [{**_run(0.0, 4.0, 0.0), "callers": [_run(0.3, 4.0, 0), _run(0.25, 0.5, 0)]}] * 3
-    found = summarize(runs)
+    found = summarize(_steady())
     assert "long_total_over_loop" not in {t["ratio"] for t in found["targets"]}
