@@ -49,16 +49,20 @@ TABLE = [
      Situation(left=300, queued_s=0.3, cost=ONNX, started=True), CPU, 300, 14),
     ("3: a sentence spoken while 5 s of audio plays is one window (exactly one shot)",
      Situation(left=200, queued_s=5.0, cost=ONNX), CPU, 200, 233),
-    ("6: a newcomer waits: at most hold_s (1 s) of decoding",
-     Situation(left=300, queued_s=4.0, cost=ONNX, started=True, others_s=0.0), CPU, 26, 66),
+    ("6: another listener with 5 s queued: a window decodes in 0.7 of it, 233 frames, 40 of them context",
+     Situation(left=400, queued_s=10.0, cost=ONNX, started=True, others_s=5.0), CPU, 193, 233),
+    ("6: one with nothing queued: no smaller than 160 frames besides context (1/5 of it unheard)",
+     Situation(left=300, queued_s=4.0, cost=ONNX, started=True, others_s=0.0), CPU, 146, 186),
+    ("6: the floor counts the call's fixed cost too: 4x (40 context + 32 frames' worth of 0.04 s)",
+     Situation(left=1000, queued_s=30.0, cost=TINY, started=True, others_s=0.0), CPU, 288, 328),
     ("6: another listener with 10 s queued holds nothing back",
      Situation(left=300, queued_s=10.0, cost=ONNX, started=True, others_s=10.0), CPU, 300, 466),
     ("2: on a GPU a 10 s sentence is one window", Situation(left=400, queued_s=0, cost=FAST), GPU, 400, 0),
     ("4: on a GPU a 20 s chunk still starts small", Situation(left=800, queued_s=0, cost=FAST), GPU, 20, 0),
     ("3+7: then its 0.5 s covers the rest, up to largest",
      Situation(left=780, queued_s=0.5, cost=FAST, started=True), GPU, 480, 480),
-    ("6: on a GPU a newcomer waits at most 0.1 s",
-     Situation(left=400, queued_s=3.0, cost=FAST, started=True, others_s=0.0), GPU, 186, 226),
+    ("6: on a GPU a newcomer waits at most 0.15 s (the same floor: 4x (40 + 40 frames' worth))",
+     Situation(left=400, queued_s=3.0, cost=FAST, started=True, others_s=0.0), GPU, 320, 360),
     ("7: never more than largest", Situation(left=2000, queued_s=60.0, cost=ONNX, started=True), CPU, 480, 480),
 ]
 
@@ -96,7 +100,8 @@ def test_the_device_picks_the_profile() -> None:
 
 
 @pytest.mark.parametrize("bad", [dict(first_frames=0), dict(largest=10), dict(headroom=0), dict(headroom=1.5),
-                                 dict(first_audio_s=-1), dict(hold_s=-0.1)])
+                                 dict(first_audio_s=-1), dict(contention_waste=0),
+                                 dict(contention_waste=1)])
 def test_a_bad_option_is_refused_naming_it(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):
         Profile(**bad)  # type: ignore[arg-type]

@@ -123,8 +123,9 @@ def test_a_joined_job_holds_the_engine_longer_only_while_every_other_listener_ha
     # at pace 0.5 a frame decodes in 12.5 ms: 7 s (0.7 of the listener's 10 s) cover 560, largest 480
     assert job_frames(tiny, pace=0.5, other_queued_s=None) == 480  # alone
     assert job_frames(tiny, pace=0.5, other_queued_s=30.0) == 480  # the other far ahead
-    assert job_frames(tiny, pace=0.5, other_queued_s=0.0) == 80  # a newcomer waits: hold_s (1 s) of decoding
-    assert job_frames(tiny, pace=0.5, other_queued_s=2.0) == 112  # 0.7 of its 2 s: 1.4 s
+    # a newcomer waits: the least window rule 6 allows, 160 frames and 40 of context (2.5 s)
+    assert job_frames(tiny, pace=0.5, other_queued_s=0.0) == 200
+    assert job_frames(tiny, pace=0.5, other_queued_s=4.0) == 224  # 0.7 of its 4 s: 2.8 s
     assert job_frames(tiny, pace=0.0, other_queued_s=30.0) == 0  # a free decoder: every chunk is one window
 
 

@@ -21,7 +21,7 @@ from waiting import wait_until_async
 from bench.variants import PerChunkSizer
 from kokoro_server.model_dir import style_for
 from kokoro_server.scheduler import Scheduler
-from kokoro_server.sizing import Cost, JobSizer, Situation, Sizer, sizes_alone
+from kokoro_server.sizing import Cost, JobSizer, Profile, Situation, Sizer, sizes_alone
 from kokoro_server.speech import Speech
 from kokoro_server.synth import Synthesizer
 
@@ -109,8 +109,10 @@ def test_a_sentence_after_earlier_audio_is_sized_from_what_its_listener_still_ha
 
 def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> None:
     """Rule 6: a sentence whose listener has 0.2 s left starts before a newcomer (its deadline is
-    sooner); while that newcomer waits for its first audio, the window decodes in at most hold_s."""
+    sooner); while that newcomer waits for its first audio, the window is cut to rule 6's floor (a
+    profile whose floor lies under this window's size alone: the default's is 3 s at this pace)."""
     long_frames, queued = _frames(LONG), 0.2
+    sizer = Sizer(Profile(contention_waste=0.5))
 
     async def first_window(*, other_waits: bool) -> int:
         async def body(synth: Synthesizer, now: list[float]) -> int:
@@ -132,12 +134,12 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
             await speech.aclose()
             return size
 
-        found: int = await _session(body)
+        found: int = await _session(body, sizer=sizer)
         return found
 
     alone, shared = asyncio.run(first_window(other_waits=False)), asyncio.run(first_window(other_waits=True))
-    assert alone == Sizer().next_window(Situation(left=long_frames, queued_s=queued, cost=COST))
-    assert shared == Sizer().next_window(Situation(left=long_frames, queued_s=queued, cost=COST, others_s=0.0))
+    assert alone == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST))
+    assert shared == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST, others_s=0.0))
     assert shared < alone
 
 

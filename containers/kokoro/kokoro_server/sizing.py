@@ -25,9 +25,11 @@ listener, and every other listener with work queued, must have audio to hear. So
    the listener still has audio. A queue that covers less than ``first_frames`` means the decoder
    has fallen behind: the listener waits either way, and ``largest`` windows waste the least.
 6. **Other listeners**: while another listener has work, a window decodes in at most ``headroom``
-   of the least audio any of them has queued, and never less than ``hold_s`` (a newcomer waiting
-   for its first audio has none queued; windows that small would waste more than the wait costs
-   it).
+   of the least audio any of them has queued, but is never so small that more than
+   ``contention_waste`` of its decoding is what nobody hears (its context, the call's fixed cost).
+   A newcomer waiting for its first audio has none queued, and neither has a listener the decoder
+   has fallen behind for: windows cut to their queues would spend the decoder on context just when
+   it has too little time, and everyone would wait longer.
 7. **Bounds**, whatever rule sized the window: at most ``largest`` frames; at least
    ``first_frames`` (smaller windows are mostly context); a rest shorter than ``first_frames``
    joins the window before it (which may then pass ``largest`` by that much).
@@ -83,8 +85,12 @@ class Profile:
     queued."""
     first_audio_weight: float = 1.0
     """What a second of waiting for a chunk's first window is worth in seconds of decoding."""
-    hold_s: float = 1.0
-    """The least decoding one window may take while another listener waits for its first audio."""
+    contention_waste: float = 0.2
+    """While another listener has work, the most of a window's decoding that may go to what nobody
+    hears (context decoded twice, the call's fixed cost): the floor of rule 6, a window of at least
+    4x (context + fixed cost) at 0.2. The window planner before the sizer held others to 160 frames
+    (the same floor on the int8 onnx model); a floor of 1 s of decoding cut them to ~80 there and
+    four paragraphs at once took 1.2x a loop's time (docs/throughput.md)."""
     context: int = CONTEXT
     """Frames decoded on each side of a window (windows.py): what a window's price includes."""
 
@@ -95,9 +101,11 @@ class Profile:
             raise ValueError(f"largest: must be at least first_frames ({self.first_frames}), got {self.largest}")
         if not 0 < self.headroom <= 1:
             raise ValueError(f"headroom: must be in (0, 1], got {self.headroom!r}")
-        for name in ("first_audio_s", "first_audio_weight", "hold_s"):
+        for name in ("first_audio_s", "first_audio_weight"):
             if not getattr(self, name) >= 0:
                 raise ValueError(f"{name}: must be 0 or more, got {getattr(self, name)!r}")
+        if not 0 < self.contention_waste < 1:
+            raise ValueError(f"contention_waste: must be in (0, 1), got {self.contention_waste!r}")
 
 
 PROFILES: dict[str, Profile] = {
@@ -105,9 +113,9 @@ PROFILES: dict[str, Profile] = {
     # ~40 ms a call): the defaults, measured there (docs/throughput.md, docs/benchmarks.md).
     "cpu": Profile(),
     # A GPU (ml.g5's A10G): a whole sentence decodes in tens of ms, so rule 2 makes nearly every
-    # chunk one window; a newcomer waits at most a tenth of a second behind another's window.
-    # Not measured on a GPU yet: an assumption (docs/throughput.md).
-    "gpu": Profile(hold_s=0.1),
+    # chunk one window. Not measured on a GPU yet: the defaults are an assumption there
+    # (docs/throughput.md).
+    "gpu": Profile(),
 }
 
 
@@ -173,7 +181,7 @@ def next_window(situation: Situation, profile: Profile) -> int:
     else:
         size = _later(s.queued_s, s.cost, p) or p.largest  # 5 (behind: largest)
     if s.others_s is not None:  # 6
-        allowed_s = max(p.headroom * s.others_s, p.hold_s)
+        allowed_s = max(p.headroom * s.others_s, _contended_floor_s(s.cost, p))
         if s.cost.decode_s(before + size + (p.context if size < s.left else 0)) > allowed_s:
             size = _covered(s.cost, allowed_s, before + p.context)
     return _bounded(size, s.left, p)  # 7
@@ -189,7 +197,7 @@ def job_frames(situation: Situation, profile: Profile) -> int:
         return 0
     allowed_s = p.headroom * s.queued_s
     if s.others_s is not None:
-        allowed_s = min(allowed_s, max(p.headroom * s.others_s, p.hold_s))
+        allowed_s = min(allowed_s, max(p.headroom * s.others_s, _contended_floor_s(s.cost, p)))
     return min(p.largest, _covered(s.cost, allowed_s, 0))
 
 
@@ -249,6 +257,14 @@ def _later(queued_s: float, cost: Cost, p: Profile) -> int | None:
     (the decoder has fallen behind)."""
     own = _covered(cost, p.headroom * queued_s, 2 * p.context)
     return own if own >= p.first_frames else None
+
+
+def _contended_floor_s(cost: Cost, p: Profile) -> float:
+    """Rule 6's floor: the decoding of the smallest middle window whose context and fixed cost are
+    at most ``contention_waste`` of it (own frames >= (1 - waste) / waste x what nobody hears)."""
+    unheard = 2 * p.context + cost.overhead / (FRAME_S * cost.pace)  # in frames' worth of decoding
+    own = math.ceil(unheard * (1 - p.contention_waste) / p.contention_waste)
+    return cost.decode_s(own + 2 * p.context)
 
 
 def _covered(cost: Cost, seconds: float, context: int) -> int:
