@@ -122,6 +122,29 @@ def arrivals(latest: Results) -> list[str]:
     return lines
 
 
+def paired_variants(record: Results) -> str:
+    """A bench.paired file's variants and the settings each ran with, for a caption."""
+    return "; ".join(f"`{name}`: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "this tree")
+                     for name, env in record["variants"].items())
+
+
+def paired_arrivals(record: Results) -> list[str]:
+    """bench.paired's arrival runs: stall and p95 first audio per variant and rung, patterns pooled."""
+    by_cell = {(row["variant"], row["sessions"]): row for row in record["summary"]}
+    lines = ["| ms of stall per audio minute (p95 first audio ms, by pattern) | "
+             + " | ".join(f"{n} sessions" for n in record["sessions"]) + " |",
+             "|---|" + "---|" * len(record["sessions"])]
+    for variant in record["variants"]:
+        cells = [by_cell[variant, n] for n in record["sessions"]]
+        lines.append(f"| {variant} | " + " | ".join(
+            f"{num(c['stall_ms_per_audio_min'])} ({', '.join(num(t) for t in c['ttfa_p95_ms_by_pattern'])})"
+            for c in cells) + " |")
+    return lines + ["", f"`bench/results/overload/sizer.json` (`python -m bench.paired ...`): "
+                    f"{paired_variants(record)}; decoder "
+                    f"pace {num(record['decoder_pace'])} for all, start patterns {record['patterns']}, arrivals "
+                    f"spread over {num(record['arrival_spread_s'], 's')}."]
+
+
 def capacity(record: Results) -> list[str]:
     cap = record["capacity"]
     lines = ["| sessions | utterances | first audio p95 ms | stall ms | within budget |", "|---|---|---|---|---|"]

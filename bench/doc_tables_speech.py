@@ -3,7 +3,7 @@ against a plain Kokoro loop (``bench.tables`` registers them; ``bench.doc_tables
 
 from __future__ import annotations
 
-from .doc_tables import Results, num
+from .doc_tables import Results, num, paired_variants
 
 #: The engine-vs-loop ratios in the order docs/throughput.md explains them.
 RATIOS = {
@@ -184,8 +184,6 @@ def sentence_ttfa(record: Results) -> list[str]:
     for row in record["summary"]:
         lines.append(f"| {row['variant']} | {num(row['short_ms'])} | {num(row['long_ms'])} | {num(row['ratio'])} | "
                      f"{', '.join(num(r) for r in row['ratio_by_round'])} |")
-    variants = "; ".join(f"`{name}`: " + (", ".join(f"{k}={v}" for k, v in env.items()) or "this tree")
-                         for name, env in record["variants"].items())
     return lines + ["", f"`bench/results/sentence_ttfa-onnx.json` (`python -m bench.paired ... --measure "
-                    f"sentence_ttfa`): {variants}; decoder pace {num(record['decoder_pace'])} for all, "
+                    f"sentence_ttfa`): {paired_variants(record)}; decoder pace {num(record['decoder_pace'])} for all, "
                     f"{record['rounds']} rounds, the variants' order rotating."]

@@ -30,7 +30,7 @@ def _scratch(tmp_path: Path) -> Path:
         (tmp_path / doc).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(REPO / doc, tmp_path / doc)
     shutil.copytree(REPO / tables.RESULTS, tmp_path / tables.RESULTS,
-                    ignore=shutil.ignore_patterns("*.png", "traces.json", "overload"))
+                    ignore=shutil.ignore_patterns("*.png", "traces.json"))
     return tmp_path
 
 
