@@ -30,7 +30,7 @@ ONNX, TINY, FAST = Cost(pace=0.6), Cost(pace=0.05, overhead=0.04), Cost(pace=0.0
 # (why, situation, profile, next window's own frames, frames a joined job may hold)
 TABLE = [
     ("1: a free decoder decodes the chunk whole", Situation(left=400, queued_s=0, cost=Cost()), CPU, 400, 0),
-    ("1+7: up to largest", Situation(left=1000, queued_s=0, cost=Cost()), CPU, 480, 0),
+    ("1+7: up to largest (30 s of audio)", Situation(left=2000, queued_s=0, cost=Cost()), CPU, 1200, 0),
     ("2: a 6-word sentence the tiny model decodes in 0.14 s is one window",
      Situation(left=80, queued_s=0, cost=TINY), CPU, 80, 0),
     ("4: a 35-word sentence on the tiny model: 31 frames first, the rest then covered",
@@ -41,29 +41,37 @@ TABLE = [
      Situation(left=80, queued_s=0, cost=ONNX), CPU, 80, 0),
     ("5: 1.3 s queued covers 0.91 s of decoding: 60 frames, 40 of them context",
      Situation(left=348, queued_s=1.3, cost=ONNX, started=True), CPU, 20, 60),
-    ("5: 4 s queued: 2.8 s of decoding, 186 frames less context",
-     Situation(left=300, queued_s=4.0, cost=ONNX, started=True), CPU, 146, 186),
+    ("5: 4 s queued: 2.8 s of decoding, 186 frames less context (a joined job: 7's 160)",
+     Situation(left=300, queued_s=4.0, cost=ONNX, started=True), CPU, 146, 160),
     ("3: the rest decodes within the queue: one window, no context twice",
-     Situation(left=100, queued_s=4.0, cost=ONNX, started=True), CPU, 100, 186),
-    ("5: a queue that covers no useful window: the decoder is behind, largest windows",
-     Situation(left=300, queued_s=0.3, cost=ONNX, started=True), CPU, 300, 14),
+     Situation(left=100, queued_s=4.0, cost=ONNX, started=True), CPU, 100, 160),
+    ("5+7: a queue that covers no useful window: the decoder is behind, the most 7 allows",
+     Situation(left=300, queued_s=0.3, cost=ONNX, started=True), CPU, 160, 14),
     ("3: a sentence spoken while 5 s of audio plays is one window (exactly one shot)",
-     Situation(left=200, queued_s=5.0, cost=ONNX), CPU, 200, 233),
-    ("6: another listener with 5 s queued: a window decodes in 0.7 of it, 233 frames, 40 of them context",
-     Situation(left=400, queued_s=10.0, cost=ONNX, started=True, others_s=5.0), CPU, 193, 233),
+     Situation(left=200, queued_s=5.0, cost=TINY), CPU, 200, 1200),
+    ("3+7: on onnx it holds the decoder 2 s at most: 133 frames, under the floor of 6: 160",
+     Situation(left=200, queued_s=5.0, cost=ONNX), CPU, 160, 160),
+    ("6: another listener with 1 s queued: a window decodes in 0.7 of it, 528 frames, 40 of them context",
+     Situation(left=1000, queued_s=30.0, cost=TINY, started=True, others_s=1.0), CPU, 488, 528),
     ("6: one with nothing queued: no smaller than 160 frames besides context (1/5 of it unheard)",
-     Situation(left=300, queued_s=4.0, cost=ONNX, started=True, others_s=0.0), CPU, 146, 186),
+     Situation(left=300, queued_s=4.0, cost=ONNX, started=True, others_s=0.0), CPU, 146, 160),
     ("6: the floor counts the call's fixed cost too: 4x (40 context + 32 frames' worth of 0.04 s)",
      Situation(left=1000, queued_s=30.0, cost=TINY, started=True, others_s=0.0), CPU, 288, 328),
     ("6: another listener with 10 s queued holds nothing back",
-     Situation(left=300, queued_s=10.0, cost=ONNX, started=True, others_s=10.0), CPU, 300, 466),
+     Situation(left=300, queued_s=10.0, cost=TINY, started=True, others_s=10.0), CPU, 300, 1200),
     ("2: on a GPU a 10 s sentence is one window", Situation(left=400, queued_s=0, cost=FAST), GPU, 400, 0),
     ("4: on a GPU a 20 s chunk still starts small", Situation(left=800, queued_s=0, cost=FAST), GPU, 20, 0),
-    ("3+7: then its 0.5 s covers the rest, up to largest",
-     Situation(left=780, queued_s=0.5, cost=FAST, started=True), GPU, 480, 480),
+    ("3: then its 0.5 s covers the rest",
+     Situation(left=780, queued_s=0.5, cost=FAST, started=True), GPU, 780, 893),
     ("6: on a GPU a newcomer waits at most 0.15 s (the same floor: 4x (40 + 40 frames' worth))",
      Situation(left=400, queued_s=3.0, cost=FAST, started=True, others_s=0.0), GPU, 320, 360),
-    ("7: never more than largest", Situation(left=2000, queued_s=60.0, cost=ONNX, started=True), CPU, 480, 480),
+    ("7: never more than largest", Situation(left=2000, queued_s=60.0, cost=FAST, started=True), GPU, 1200, 1200),
+    ("3+7: the tiny model decodes 1528 frames in 2 s: a 35-word sentence's rest is one window",
+     Situation(left=645, queued_s=1.25, cost=TINY, started=True), CPU, 645, 668),
+    ("7: onnx on a quiet host (pace 0.35) decodes 228 frames in 2 s: 188 with context both sides",
+     Situation(left=2000, queued_s=60.0, cost=Cost(pace=0.35), started=True), CPU, 188, 228),
+    ("7: at pace 0.6 2 s is 133 frames, less than the floor of 6: 160",
+     Situation(left=2000, queued_s=60.0, cost=ONNX, started=True), CPU, 160, 160),
 ]
 
 
@@ -87,9 +95,10 @@ def test_a_chunks_windows_cover_it_once_and_none_is_a_sliver(left: int, cost: Co
 
 @pytest.mark.parametrize(("cost", "frames", "sizes"), [
     (Cost(pace=0.42), 192, [80, 112]),  # onnx on a quiet host: the old planner's windows for this chunk
-    (Cost(pace=0.42), 400, [89, 108, 203]),
+    (Cost(pace=0.42), 400, [89, 108, 160, 43]),  # 2 s of decoding holds 150 frames: the floor, 160
     (TINY, 400, [31, 369]),
-    (FAST, 1000, [23, 480, 497]),  # a 25 s chunk on a GPU: a first window, then as large as allowed
+    (TINY, 688, [50, 638]),  # a 35-word sentence: 20x faster, a window may hold 1200 frames
+    (FAST, 1000, [23, 977]),  # a 25 s chunk on a GPU: a first window, then the rest
 ])
 def test_alone_a_chunk_starts_small_and_then_grows(cost: Cost, frames: int, sizes: list[int]) -> None:
     assert sizes_alone(frames, Sizer(profile_for("cuda" if cost is FAST else "cpu")), cost) == sizes
@@ -100,7 +109,7 @@ def test_the_device_picks_the_profile() -> None:
 
 
 @pytest.mark.parametrize("bad", [dict(first_frames=0), dict(largest=10), dict(headroom=0), dict(headroom=1.5),
-                                 dict(first_audio_s=-1), dict(contention_waste=0),
+                                 dict(first_audio_s=-1), dict(longest_s=0), dict(contention_waste=0),
                                  dict(contention_waste=1)])
 def test_a_bad_option_is_refused_naming_it(bad: dict[str, object]) -> None:
     with pytest.raises(ValueError, match=next(iter(bad))):

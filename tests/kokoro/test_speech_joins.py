@@ -120,12 +120,13 @@ def job_frames(tiny: tuple[ModelDir, Any], *, pace: float, other_queued_s: float
 def test_a_joined_job_holds_the_engine_longer_only_while_every_other_listener_has_audio_to_cover_it(
     tiny: tuple[ModelDir, Any]
 ) -> None:
-    # at pace 0.5 a frame decodes in 12.5 ms: 7 s (0.7 of the listener's 10 s) cover 560, largest 480
-    assert job_frames(tiny, pace=0.5, other_queued_s=None) == 480  # alone
-    assert job_frames(tiny, pace=0.5, other_queued_s=30.0) == 480  # the other far ahead
-    # a newcomer waits: the least window rule 6 allows, 160 frames and 40 of context (2.5 s)
-    assert job_frames(tiny, pace=0.5, other_queued_s=0.0) == 200
-    assert job_frames(tiny, pace=0.5, other_queued_s=4.0) == 224  # 0.7 of its 4 s: 2.8 s
+    # at pace 0.05 a frame decodes in 1.25 ms: 7 s (0.7 of the listener's 10 s) cover 5600, the
+    # 2 s a window may hold the decoder 1600, largest 1200
+    assert job_frames(tiny, pace=0.05, other_queued_s=None) == 1200  # alone
+    assert job_frames(tiny, pace=0.05, other_queued_s=30.0) == 1200  # the other far ahead
+    # a newcomer waits: the least window rule 6 allows, 160 frames and 40 of context (0.25 s)
+    assert job_frames(tiny, pace=0.05, other_queued_s=0.0) == 200
+    assert job_frames(tiny, pace=0.05, other_queued_s=0.5) == 280  # 0.7 of its 0.5 s: 0.35 s
     assert job_frames(tiny, pace=0.0, other_queued_s=30.0) == 0  # a free decoder: every chunk is one window
 
 

@@ -23,16 +23,20 @@ listener, and every other listener with work queued, must have audio to hear. So
    window decodes within ``headroom`` of its queue, where any window does.
 5. **A later window** takes what ``headroom`` of the queued audio covers: its decoding ends while
    the listener still has audio. A queue that covers less than ``first_frames`` means the decoder
-   has fallen behind: the listener waits either way, and ``largest`` windows waste the least.
+   has fallen behind: the listener waits either way, and the largest windows rule 7 allows waste
+   the least.
 6. **Other listeners**: while another listener has work, a window decodes in at most ``headroom``
    of the least audio any of them has queued, but is never so small that more than
    ``contention_waste`` of its decoding is what nobody hears (its context, the call's fixed cost).
    A newcomer waiting for its first audio has none queued, and neither has a listener the decoder
    has fallen behind for: windows cut to their queues would spend the decoder on context just when
    it has too little time, and everyone would wait longer.
-7. **Bounds**, whatever rule sized the window: at most ``largest`` frames; at least
-   ``first_frames`` (smaller windows are mostly context); a rest shorter than ``first_frames``
-   joins the window before it (which may then pass ``largest`` by that much).
+7. **Bounds**, whatever rule sized the window: its decoding takes at most ``longest_s`` (a
+   listener who arrives meanwhile waits for it, and no rule sees one coming), unless a window that
+   short is not worth its call (rule 6's floor: the decoder is slow), and it holds at most
+   ``largest`` frames; at least ``first_frames`` (smaller windows are mostly context); a rest
+   shorter than ``first_frames`` joins the window before it (which may then pass the bound by
+   that much).
 
 :func:`next_window` is the size of a chunk's next window; :func:`job_frames` what one job may hold
 when a speech joins the sentences G2P has ready into one job (speech.py). No model, thread or
@@ -78,8 +82,16 @@ class Profile:
     """Of the audio a listener has queued, the share one window may take to decode: a window decoded
     in the server runs up to 24 % slower than the decoder alone (G2P, encoding and sends share the
     cores; docs/design-notes.md)."""
-    largest: int = 480
-    """The most frames one window decodes (12 s of audio)."""
+    largest: int = 1200
+    """The most frames one window decodes (30 s of audio): less than kokoro's own pipeline decodes
+    in one call (a chunk of 510 phonemes, ~1300 frames of af_heart on the int8 model), so no window
+    asks the decoder for more memory than kokoro would."""
+    longest_s: float = 2.0
+    """The most seconds one window may hold the decoder: a listener who arrives meanwhile waits for
+    it before its own first window starts. On the int8 onnx model (pace ~0.35-0.42) that is ~150-190
+    frames, near the 160 the window planner held a sentence after earlier audio to, after windows of
+    480 frames (~4 s there) had four sessions arriving at random stall more (docs/design-notes.md);
+    a decoder 20x faster (the tiny torch model) decodes a 35-word sentence in two windows."""
     first_audio_s: float = 0.25
     """A chunk whose whole decoding takes at most this is one window when its listener has nothing
     queued."""
@@ -99,6 +111,8 @@ class Profile:
             raise ValueError(f"first_frames: must be at least 1, got {self.first_frames}")
         if self.largest < self.first_frames:
             raise ValueError(f"largest: must be at least first_frames ({self.first_frames}), got {self.largest}")
+        if not self.longest_s > 0:
+            raise ValueError(f"longest_s: must be more than 0, got {self.longest_s!r}")
         if not 0 < self.headroom <= 1:
             raise ValueError(f"headroom: must be in (0, 1], got {self.headroom!r}")
         for name in ("first_audio_s", "first_audio_weight"):
@@ -169,27 +183,27 @@ def next_window(situation: Situation, profile: Profile) -> int:
     if s.left < 1:
         raise ValueError(f"left: must be at least 1 frame, got {s.left}")
     if s.cost.pace <= 0:
-        return _bounded(s.left, s.left, p)  # 1: a free decoder
+        return _bounded(s.left, s.left, s.cost, p)  # 1: a free decoder
     before = p.context if s.started else 0  # context decoded ahead of the window
     rest_s = s.cost.decode_s(before + s.left)
     if s.queued_s <= 0 and not s.started and rest_s <= p.first_audio_s:
-        return _bounded(s.left, s.left, p)  # 2: a short chunk
+        return _bounded(s.left, s.left, s.cost, p)  # 2: a short chunk
     if rest_s <= p.headroom * s.queued_s:
         size = s.left  # 3: the queue covers the rest
     elif not s.started:
         size = _opening(s.left, s.queued_s, s.cost, p)  # 4
     else:
-        size = _later(s.queued_s, s.cost, p) or p.largest  # 5 (behind: largest)
+        size = _later(s.queued_s, s.cost, p) or _most(s.cost, p)  # 5 (behind: the most rule 7 allows)
     if s.others_s is not None:  # 6
         allowed_s = max(p.headroom * s.others_s, _contended_floor_s(s.cost, p))
         if s.cost.decode_s(before + size + (p.context if size < s.left else 0)) > allowed_s:
             size = _covered(s.cost, allowed_s, before + p.context)
-    return _bounded(size, s.left, p)  # 7
+    return _bounded(size, s.left, s.cost, p)  # 7
 
 
 def job_frames(situation: Situation, profile: Profile) -> int:
     """Frames one job may hold when sentences ready join into it (decoded in one window, no
-    context): what rules 3 and 6 let one window decode, at most ``largest``; 0 while the listener
+    context): what rules 3, 6 and 7 let one window decode; 0 while the listener
     has nothing queued (the speech's first audio comes from a window of rule 2 or 4) or the
     decoder is free (rule 1: every chunk is one window anyway)."""
     s, p = situation, profile
@@ -198,7 +212,7 @@ def job_frames(situation: Situation, profile: Profile) -> int:
     allowed_s = p.headroom * s.queued_s
     if s.others_s is not None:
         allowed_s = min(allowed_s, max(p.headroom * s.others_s, _contended_floor_s(s.cost, p)))
-    return min(p.largest, _covered(s.cost, allowed_s, 0))
+    return min(_most(s.cost, p, context=0), _covered(s.cost, allowed_s, 0))
 
 
 def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, context: int = CONTEXT) -> list[int]:
@@ -223,7 +237,7 @@ def _opening(left: int, queued_s: float, cost: Cost, p: Profile) -> int:
     listener already hearing audio never waits for it: its first window decodes within ``headroom``
     of the queue where any does."""
     best = (False, False, math.inf, p.first_frames)  # (no stall, keeps up, score, size): in that order
-    for first in range(p.first_frames, min(left, p.largest) + 1):
+    for first in range(p.first_frames, min(left, _most(cost, p, context=p.context)) + 1):
         first_s = cost.decode_s(first + (p.context if first < left else 0))
         rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + first * FRAME_S, cost, p)
         score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
@@ -243,7 +257,7 @@ def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, b
             return spent + rest_s, keeps_up
         covered = _later(queued_s, cost, p)
         keeps_up = keeps_up and covered is not None
-        own = covered or p.largest
+        own = covered or _most(cost, p)
         own = own if left - own >= p.first_frames else left
         window_s = cost.decode_s(p.context + own + (p.context if own < left else 0))
         spent += window_s
@@ -260,11 +274,15 @@ def _later(queued_s: float, cost: Cost, p: Profile) -> int | None:
 
 
 def _contended_floor_s(cost: Cost, p: Profile) -> float:
-    """Rule 6's floor: the decoding of the smallest middle window whose context and fixed cost are
-    at most ``contention_waste`` of it (own frames >= (1 - waste) / waste x what nobody hears)."""
+    """Rule 6's floor: the decoding of the smallest middle window worth its call."""
+    return cost.decode_s(_worth_a_call(cost, p) + 2 * p.context)
+
+
+def _worth_a_call(cost: Cost, p: Profile) -> int:
+    """Own frames of the smallest middle window whose context and fixed cost are at most
+    ``contention_waste`` of its decoding (own >= (1 - waste) / waste x what nobody hears)."""
     unheard = 2 * p.context + cost.overhead / (FRAME_S * cost.pace)  # in frames' worth of decoding
-    own = math.ceil(unheard * (1 - p.contention_waste) / p.contention_waste)
-    return cost.decode_s(own + 2 * p.context)
+    return math.ceil(unheard * (1 - p.contention_waste) / p.contention_waste)
 
 
 def _covered(cost: Cost, seconds: float, context: int) -> int:
@@ -272,7 +290,18 @@ def _covered(cost: Cost, seconds: float, context: int) -> int:
     return max(0, cost.frames_within(seconds) - context)
 
 
-def _bounded(size: int, left: int, p: Profile) -> int:
-    """Rule 7: within [first_frames, largest], and a short rest joins this window."""
-    size = min(p.largest, max(p.first_frames, size))
+def _most(cost: Cost, p: Profile, *, context: int | None = None) -> int:
+    """Rule 7's upper bound: the own frames of a window that decodes, with ``context`` frames
+    around it (both sides' unless given), within ``longest_s`` (on a decoder so slow that this
+    window is not worth its call, rule 6's floor), at most ``largest`` and at least
+    ``first_frames``."""
+    if cost.pace <= 0:
+        return p.largest
+    within = _covered(cost, p.longest_s, 2 * p.context if context is None else context)
+    return max(p.first_frames, min(p.largest, max(within, _worth_a_call(cost, p))))
+
+
+def _bounded(size: int, left: int, cost: Cost, p: Profile) -> int:
+    """Rule 7: within [first_frames, the most], and a short rest joins this window."""
+    size = min(_most(cost, p), max(p.first_frames, size))
     return left if left - size < p.first_frames else size
