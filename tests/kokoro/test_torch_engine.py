@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -94,6 +96,25 @@ def test_synthesis_is_deterministic_and_speed_scales_duration(tiny_model: Path) 
     assert np.array_equal(first.audio, again.audio)
     assert first.durations is not None and first.durations.sum() > 0
     assert len(engine.synthesize(phonemes, style, 2.0).audio) < len(first.audio)
+
+
+def test_every_forward_runs_on_the_engines_own_thread_whichever_thread_asks(tiny_model: Path) -> None:
+    """torch's OpenMP teams are per calling thread; two of them on a small CPU slow both (the
+    module's docstring): begin and each window asked from other threads still run on one."""
+    model = open_model_dir(tiny_model)
+    engine = load_engine(model)
+    assert isinstance(engine, TorchEngine)
+    ran_on: set[str] = set()
+    for part in (engine._model.bert, engine._model.decoder):
+        part.register_forward_pre_hook(lambda module, args: ran_on.add(threading.current_thread().name))
+    phonemes = "ðɪs ɪz ɐ tˈɛst."
+    style = style_for(model.voices["af_heart"], phonemes)
+    with ThreadPoolExecutor(1, thread_name_prefix="asker") as asker:
+        decoding = asker.submit(engine.begin, phonemes, style, 1.0).result()
+        first = asker.submit(decoding.step, 20).result()
+    rest = decoding.rest()  # and from this thread
+    assert first.size and rest.size
+    assert ran_on == {"kokoro-torch_0"}
 
 
 @pytest.mark.parametrize("phonemes", ["", "a" * 511])

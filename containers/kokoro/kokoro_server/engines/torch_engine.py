@@ -4,6 +4,13 @@ kokoro 0.9.4 retries a failed ``load_state_dict`` with ``strict=False`` and only
 level, so a wrong or truncated checkpoint would load partly and speak noise. We build the
 architecture from config.json with an empty checkpoint, then load every component ourselves with
 ``strict=True`` and report missing, unexpected or mis-shaped keys by name.
+
+Every torch call of an engine runs on the engine's own thread, whichever thread asks. On a CPU,
+torch runs an op on an OpenMP team of the calling thread, and each thread that calls gets a team
+of its own; once the teams' threads outnumber the cores, libgomp shortens every team's spin-wait
+(libgomp's manual, GOMP_SPINCOUNT: 100 spins instead of 300,000), and a model of many small ops
+waits at each barrier. A model loaded on the main thread and run on the scheduler's decoded a 6-word sentence
+about 1.3x slower on 2 cores than one thread doing both (docs/throughput.md).
 """
 
 from __future__ import annotations
@@ -12,9 +19,10 @@ import contextlib
 import tempfile
 import threading
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import torch
@@ -27,6 +35,7 @@ from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
 from .windows import Decoding
 
+R = TypeVar("R")
 COMPONENTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
 REPO_ID = "hexgrad/Kokoro-82M"  # only names the architecture; nothing is downloaded
 
@@ -195,17 +204,25 @@ class TorchEngine:
 
     def __init__(self, *, model: ModelDir, device: str | None = None) -> None:
         self.device = pick_device(device)
-        if self.device == "cpu":
-            torch.set_flush_denormal(True)  # denormals in the vocoder cost 30-50% on CPU
-        kmodel = build_kmodel(model.config)
-        load_checkpoint_strictly(kmodel, model.weights)
-        fold_weight_norm(kmodel)
-        self._model = kmodel.to(self.device).eval()
-        self._source = SharedSource.install(self._model.decoder.generator)
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="kokoro-torch")  # the one that runs torch
+        self._model, self._source = self._on_thread(self._load, model)
         self._lock = threading.Lock()  # one forward at a time, whatever thread calls
         self._halt: Halt | None = None  # the running job's, while it holds the lock
         for module in halt_points(self._model):
             module.register_forward_pre_hook(self._check_halt)
+
+    def _load(self, model: ModelDir) -> tuple[KModel, SharedSource]:
+        if self.device == "cpu":
+            torch.set_flush_denormal(True)  # denormals in the vocoder cost 30-50% on CPU (a thread's own setting)
+        kmodel = build_kmodel(model.config)
+        load_checkpoint_strictly(kmodel, model.weights)
+        fold_weight_norm(kmodel)
+        kmodel = kmodel.to(self.device).eval()
+        return kmodel, SharedSource.install(kmodel.decoder.generator)
+
+    def _on_thread(self, fn: Callable[..., R], *args: Any) -> R:
+        """``fn(*args)`` on the engine's thread (the module's docstring says why), its error raised here."""
+        return self._thread.submit(fn, *args).result()
 
     def _check_halt(self, module: torch.nn.Module, args: Any) -> None:
         halt = self._halt
@@ -229,6 +246,9 @@ class TorchEngine:
             raise EngineError(f"phonemes: length {len(phonemes)} is outside 1..{MAX_PHONEMES}")
         if not np.isfinite(speed) or speed <= 0:
             raise EngineError(f"speed: must be a positive number, got {speed!r}")
+        return self._on_thread(self._begin, phonemes, style, speed, halt)
+
+    def _begin(self, phonemes: str, style: np.ndarray, speed: float, halt: Halt | None) -> Decoding:
         ref_s = torch.from_numpy(np.ascontiguousarray(style, dtype=np.float32)).reshape(1, -1).to(self.device)
         seed = _seed(phonemes, speed)
         try:
@@ -245,6 +265,9 @@ class TorchEngine:
         per_frame = source.shape[1] // int(asr.shape[2])
 
         def decode(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
+            return self._on_thread(decode_here, lo, hi, halt)
+
+        def decode_here(lo: int, hi: int, halt: Halt | None) -> np.ndarray:
             try:
                 with self._running(halt), torch.inference_mode(), \
                         self._source.using(source[:, lo * per_frame:hi * per_frame]):
