@@ -46,11 +46,13 @@ TABLE = [
     ("3: the rest decodes within the queue: one window, no context twice",
      Situation(left=100, queued_s=4.0, cost=ONNX, started=True), CPU, 100, 160),
     ("5+7: a queue that covers no useful window: the decoder is behind, the most 7 allows",
-     Situation(left=300, queued_s=0.3, cost=ONNX, started=True), CPU, 160, 14),
+     Situation(left=600, queued_s=0.3, cost=ONNX, started=True), CPU, 160, 14),
     ("3: a sentence spoken while 5 s of audio plays is one window (exactly one shot)",
      Situation(left=200, queued_s=5.0, cost=TINY), CPU, 200, 1200),
-    ("3+7: on onnx it holds the decoder 2 s at most: 133 frames, under the floor of 6: 160",
-     Situation(left=200, queued_s=5.0, cost=ONNX), CPU, 160, 160),
+    ("5+7: 5 s queued covers 193 frames, but 2 s of decoding holds 133, under the floor of 6: 160",
+     Situation(left=400, queued_s=5.0, cost=ONNX, started=True), CPU, 160, 160),
+    ("3+7: a 200-frame sentence: the 40 frames the bound would leave are not worth a call: one window",
+     Situation(left=200, queued_s=5.0, cost=ONNX), CPU, 200, 160),
     ("6: another listener with 1 s queued: a window decodes in 0.7 of it, 528 frames, 40 of them context",
      Situation(left=1000, queued_s=30.0, cost=TINY, started=True, others_s=1.0), CPU, 488, 528),
     ("6: one with nothing queued: no smaller than 160 frames besides context (1/5 of it unheard)",
@@ -95,7 +97,7 @@ def test_a_chunks_windows_cover_it_once_and_none_is_a_sliver(left: int, cost: Co
 
 @pytest.mark.parametrize(("cost", "frames", "sizes"), [
     (Cost(pace=0.42), 192, [80, 112]),  # onnx on a quiet host: the old planner's windows for this chunk
-    (Cost(pace=0.42), 400, [89, 108, 160, 43]),  # 2 s of decoding holds 150 frames: the floor, 160
+    (Cost(pace=0.42), 400, [120, 280]),  # 2 s of decoding holds 150 frames: the floor, 160, and the rest joins
     (TINY, 400, [31, 369]),
     (TINY, 688, [50, 638]),  # a 35-word sentence: 20x faster, a window may hold 1200 frames
     (FAST, 1000, [23, 977]),  # a 25 s chunk on a GPU: a first window, then the rest

@@ -34,9 +34,11 @@ listener, and every other listener with work queued, must have audio to hear. So
 7. **Bounds**, whatever rule sized the window: its decoding takes at most ``longest_s`` (a
    listener who arrives meanwhile waits for it, and no rule sees one coming), unless a window that
    short is not worth its call (rule 6's floor: the decoder is slow), and it holds at most
-   ``largest`` frames; at least ``first_frames`` (smaller windows are mostly context); a rest
-   shorter than ``first_frames`` joins the window before it (which may then pass the bound by
-   that much).
+   ``largest`` frames; at least ``first_frames`` (smaller windows are mostly context). A rest
+   shorter than ``first_frames`` joins the window before it, and so does a rest that ``longest_s``
+   would leave too short to be worth a call (rule 6's floor), while the chunk's rest is within
+   ``largest``: a window may pass ``longest_s`` by that much, never ``largest`` by more than
+   ``first_frames``.
 
 :func:`next_window` is the size of a chunk's next window; :func:`job_frames` what one job may hold
 when a speech joins the sentences G2P has ready into one job (speech.py). No model, thread or
@@ -257,8 +259,7 @@ def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, b
             return spent + rest_s, keeps_up
         covered = _later(queued_s, cost, p)
         keeps_up = keeps_up and covered is not None
-        own = covered or _most(cost, p)
-        own = own if left - own >= p.first_frames else left
+        own = _bounded(covered or _most(cost, p), left, cost, p)
         window_s = cost.decode_s(p.context + own + (p.context if own < left else 0))
         spent += window_s
         queued_s = max(0.0, queued_s - window_s) + own * FRAME_S
@@ -302,6 +303,12 @@ def _most(cost: Cost, p: Profile, *, context: int | None = None) -> int:
 
 
 def _bounded(size: int, left: int, cost: Cost, p: Profile) -> int:
-    """Rule 7: within [first_frames, the most], and a short rest joins this window."""
-    size = min(_most(cost, p), max(p.first_frames, size))
-    return left if left - size < p.first_frames else size
+    """Rule 7: within [first_frames, the most], and a short rest joins this window: one shorter
+    than ``first_frames``, or, where ``longest_s`` cut the window, one not worth a call of its own
+    (rule 6's floor) while the whole rest is within ``largest``."""
+    most = _most(cost, p)
+    size = min(most, max(p.first_frames, size))
+    rest = left - size
+    if rest < p.first_frames or (size == most < p.largest and left <= p.largest and rest < _worth_a_call(cost, p)):
+        return left
+    return size
