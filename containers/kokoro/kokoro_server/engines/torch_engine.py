@@ -6,11 +6,11 @@ architecture from config.json with an empty checkpoint, then load every componen
 ``strict=True`` and report missing, unexpected or mis-shaped keys by name.
 
 Every torch call of an engine runs on the engine's own thread, whichever thread asks. On a CPU,
-torch runs an op on an OpenMP team of the calling thread, and each thread that calls gets a team
-of its own; once the teams' threads outnumber the cores, libgomp shortens every team's spin-wait
-(libgomp's manual, GOMP_SPINCOUNT: 100 spins instead of 300,000), and a model of many small ops
-waits at each barrier. A model loaded on the main thread and run on the scheduler's decoded a 6-word sentence
-about 1.3x slower on 2 cores than one thread doing both (docs/throughput.md).
+torch runs an op on an OpenMP team of the calling thread, and each thread that calls keeps a team
+of its own; once the teams' threads outnumber the cores, libgomp spins 100 times instead of 300,000
+before it sleeps at a barrier (its manual, GOMP_SPINCOUNT), and a model of many small ops waits at
+each. Loaded on one thread and run on another, kokoro's model spoke a 6-word sentence 1.32x slower
+on 2 cores (bench/results/torch_threads.json).
 """
 
 from __future__ import annotations
@@ -205,6 +205,7 @@ class TorchEngine:
     def __init__(self, *, model: ModelDir, device: str | None = None) -> None:
         self.device = pick_device(device)
         self._thread = ThreadPoolExecutor(1, thread_name_prefix="kokoro-torch")  # the one that runs torch
+        self._thread_id: int | None = None  # its ident, once it has run
         self._model, self._source = self._on_thread(self._load, model)
         self._lock = threading.Lock()  # one forward at a time, whatever thread calls
         self._halt: Halt | None = None  # the running job's, while it holds the lock
@@ -212,6 +213,7 @@ class TorchEngine:
             module.register_forward_pre_hook(self._check_halt)
 
     def _load(self, model: ModelDir) -> tuple[KModel, SharedSource]:
+        self._thread_id = threading.get_ident()
         if self.device == "cpu":
             torch.set_flush_denormal(True)  # denormals in the vocoder cost 30-50% on CPU (a thread's own setting)
         kmodel = build_kmodel(model.config)
@@ -221,7 +223,10 @@ class TorchEngine:
         return kmodel, SharedSource.install(kmodel.decoder.generator)
 
     def _on_thread(self, fn: Callable[..., R], *args: Any) -> R:
-        """``fn(*args)`` on the engine's thread (the module's docstring says why), its error raised here."""
+        """``fn(*args)`` on the engine's thread (the module's docstring says why), its error raised
+        here; called on that thread, it runs at once (waiting for itself would never end)."""
+        if threading.get_ident() == self._thread_id:
+            return fn(*args)
         return self._thread.submit(fn, *args).result()
 
     def _check_halt(self, module: torch.nn.Module, args: Any) -> None:
