@@ -90,7 +90,7 @@ class Profile:
     asks the decoder for more memory than kokoro would."""
     longest_s: float = 2.0
     """The most seconds one window may hold the decoder: a listener who arrives meanwhile waits for
-    it before its own first window starts. On the int8 onnx model (pace ~0.35-0.42) that is ~150-190
+    it before its own first window starts. On the int8 onnx model (pace ~0.3-0.42) that is ~150-230
     frames, near the 160 the window planner held a sentence after earlier audio to, after windows of
     480 frames (~4 s there) had four sessions arriving at random stall more (docs/design-notes.md);
     a decoder 20x faster (the tiny torch model) decodes a 35-word sentence in two windows."""
