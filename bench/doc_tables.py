@@ -139,7 +139,7 @@ def paired_arrivals(record: Results) -> list[str]:
         lines.append(f"| {variant} | " + " | ".join(
             f"{num(c['stall_ms_per_audio_min'])} ({', '.join(num(t) for t in c['ttfa_p95_ms_by_pattern'])})"
             for c in cells) + " |")
-    return lines + ["", f"`bench/results/overload/sizer.json` (`python -m bench.paired ...`): "
+    return lines + ["", f"`bench/results/overload/longest.json` (`python -m bench.paired ...`): "
                     f"{paired_variants(record)}; decoder "
                     f"pace {num(record['decoder_pace'])} for all, start patterns {record['patterns']}, arrivals "
                     f"spread over {num(record['arrival_spread_s'], 's')}."]

@@ -53,7 +53,7 @@ TABLES: tuple[Table, ...] = (
     Table(name="targets", sources=("latest.json",), render=render.targets),
     Table(name="ttfa", sources=("latest.json",), render=render.ttfa),
     Table(name="arrivals", sources=("latest.json",), render=render.arrivals),
-    Table(name="paired-arrivals", sources=("overload/sizer.json",), render=render.paired_arrivals),
+    Table(name="paired-arrivals", sources=("overload/longest.json",), render=render.paired_arrivals),
     Table(name="capacity", sources=("capacity.json",), render=render.capacity),
     Table(name="codec-quality", sources=("codec_quality.json",), render=render.codec_quality),
     Table(name="windowing", sources=("windowing.json",), render=render.windowing),
