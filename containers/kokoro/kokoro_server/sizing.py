@@ -190,7 +190,7 @@ def next_window(situation: Situation, profile: Profile) -> int:
     rest_s = s.cost.decode_s(before + s.left)
     if s.queued_s <= 0 and not s.started and rest_s <= p.first_audio_s:
         return _bounded(s.left, s.left, s.cost, p)  # 2: a short chunk
-    if rest_s <= p.headroom * s.queued_s:
+    if _within(rest_s, p.headroom * s.queued_s):
         size = s.left  # 3: the queue covers the rest
     elif not s.started:
         size = _opening(s.left, s.queued_s, s.cost, p)  # 4
@@ -243,7 +243,7 @@ def _opening(left: int, queued_s: float, cost: Cost, p: Profile) -> int:
         first_s = cost.decode_s(first + (p.context if first < left else 0))
         rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + first * FRAME_S, cost, p)
         score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
-        no_stall = queued_s <= 0 or first_s <= p.headroom * queued_s
+        no_stall = queued_s <= 0 or _within(first_s, p.headroom * queued_s)
         if (no_stall, keeps_up, -score) > (best[0], best[1], -best[2]):
             best = (no_stall, keeps_up, score, first)
     return best[3]
@@ -255,7 +255,7 @@ def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, b
     spent, keeps_up = 0.0, True
     while left > 0:
         rest_s = cost.decode_s(p.context + left)
-        if rest_s <= p.headroom * queued_s:
+        if _within(rest_s, p.headroom * queued_s):
             return spent + rest_s, keeps_up
         covered = _later(queued_s, cost, p)
         keeps_up = keeps_up and covered is not None
@@ -284,6 +284,12 @@ def _worth_a_call(cost: Cost, p: Profile) -> int:
     ``contention_waste`` of its decoding (own >= (1 - waste) / waste x what nobody hears)."""
     unheard = 2 * p.context + cost.overhead / (FRAME_S * cost.pace)  # in frames' worth of decoding
     return math.ceil(unheard * (1 - p.contention_waste) / p.contention_waste)
+
+
+def _within(decode_s: float, allowed_s: float) -> bool:
+    """``decode_s`` fits ``allowed_s``, a tie included: a queue counted in samples (the scheduler)
+    and one counted in frames (:func:`sizes_alone`) differ by float rounding alone."""
+    return decode_s <= allowed_s + 1e-9
 
 
 def _covered(cost: Cost, seconds: float, context: int) -> int:
