@@ -198,7 +198,7 @@ def next_window(situation: Situation, profile: Profile) -> int:
         size = _later(s.queued_s, s.cost, p) or _most(s.cost, p)  # 5 (behind: the most rule 7 allows)
     if s.others_s is not None:  # 6
         allowed_s = max(p.headroom * s.others_s, _contended_floor_s(s.cost, p))
-        if s.cost.decode_s(before + size + (p.context if size < s.left else 0)) > allowed_s:
+        if not _within(s.cost.decode_s(before + size + (p.context if size < s.left else 0)), allowed_s):
             size = _covered(s.cost, allowed_s, before + p.context)
     return _bounded(size, s.left, s.cost, p)  # 7
 
