@@ -54,3 +54,29 @@ def test_while_a_playing_listener_is_dry_owners_take_turns(asked_at: float, expe
         return ran
 
     assert asyncio.run(scenario()) == expected
+
+
+def test_ran_dry_tells_a_listener_the_engine_fell_behind_for_from_one_not_started() -> None:
+    """The job sizer keeps a dry listener's windows worth their call (sizing.py, rule 6), but lets a
+    newcomer's first window be small: both have no audio queued."""
+    async def scenario() -> list[bool]:
+        clock = HandClock()
+        scheduler = Scheduler(workers=1, clock=clock)
+        await scheduler.start()
+        seen = [scheduler.ran_dry("a")]  # never seen
+        await scheduler.submit("a", lambda: 1.0, audio_s=float)  # plays until 101.0
+        seen.append(scheduler.ran_dry("a"))
+        gate = threading.Event()
+        blocker = scheduler.submit("b", gate.wait)
+        waiting = scheduler.submit("a", lambda: 1.0, audio_s=float)
+        clock.now += 2.0  # heard it all, its next job still queued behind "b"
+        seen += [scheduler.ran_dry("a"), scheduler.ran_dry("b")]
+        scheduler.cancel_owner("a")  # a barge-in: what comes next is a new answer
+        seen.append(scheduler.ran_dry("a"))
+        gate.set()
+        await blocker
+        await asyncio.gather(waiting, return_exceptions=True)
+        await scheduler.stop()
+        return seen
+
+    assert asyncio.run(scenario()) == [False, False, True, False, False]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import AsyncGenerator, Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -151,3 +152,40 @@ def test_the_bench_variant_sizes_each_sentence_as_if_nothing_were_queued() -> No
     ours = asyncio.run(_session(body))
     per_chunk = asyncio.run(_session(body, sizer=PerChunkSizer()))  # bench's windowed_per_chunk
     assert len(per_chunk) > len(ours)  # its second sentence starts small again instead of one window
+
+
+def test_a_listener_the_decoder_fell_behind_for_gets_windows_worth_a_call_a_newcomer_a_small_first() -> None:
+    """Rule 6's floor for a listener that has heard all its audio (ran dry) while a newcomer waits:
+    no queue, like a newcomer's, but not the small first window rule 4 gives a newcomer; under
+    overload such windows are mostly context, which every listener then waits for."""
+    long_frames = _frames(LONG)
+
+    async def first_window(*, ran_dry: bool) -> int:
+        async def body(synth: Synthesizer, now: list[float]) -> int:
+            scheduler = synth.scheduler
+            if ran_dry:
+                await scheduler.submit("session", lambda: None, audio_s=lambda _: 0.2)  # 0.2 s to hear
+            gate = threading.Event()
+            held = scheduler.submit("gate", lambda: gate.wait(30))
+            await wait_until_async(lambda: asyncio.sleep(0, scheduler.running))
+            now[0] = 1.0  # all of it heard
+            speech = aiter(Speech(synth, owner="session", pieces=[LONG], voice=VOICE, speed=1.0, lang=LANG))
+            assert isinstance(speech, AsyncGenerator)
+            first = asyncio.ensure_future(anext(speech))
+            await wait_until_async(lambda: asyncio.sleep(0, scheduler.queued))
+            newcomer = scheduler.submit("newcomer", lambda: None)
+            gate.set()
+            await held
+            size = len((await first).synthesis.audio) // 600
+            await newcomer
+            await speech.aclose()
+            return size
+
+        found: int = await _session(body)
+        return found
+
+    dry, new = asyncio.run(first_window(ran_dry=True)), asyncio.run(first_window(ran_dry=False))
+    situation = Situation(left=long_frames, queued_s=0.0, cost=COST, others_s=0.0)
+    assert new == Sizer().next_window(situation)
+    assert dry == Sizer().next_window(replace(situation, ran_dry=True))
+    assert new < dry

@@ -208,6 +208,12 @@ class Scheduler:
             return 0.0
         return max(0.0, state.runs_out - self._clock())
 
+    def ran_dry(self, owner: Hashable) -> bool:
+        """``owner``'s listener has heard all the audio made for it and waits for more: the
+        engine fell behind for it (not a listener waiting for its first audio)."""
+        state = self._owners.get(owner)
+        return state is not None and state.runs_out is not None and state.runs_out <= self._clock()
+
     def _behind(self, now: float) -> bool:
         """A listener already playing has run dry and its owner has a job queued: the engine is
         not keeping up, and deadline-first would only spread the silence (module docstring)."""

@@ -30,7 +30,12 @@ listener, and every other listener with work queued, must have audio to hear. So
    ``contention_waste`` of its decoding is what nobody hears (its context, the call's fixed cost).
    A newcomer waiting for its first audio has none queued, and neither has a listener the decoder
    has fallen behind for: windows cut to their queues would spend the decoder on context just when
-   it has too little time, and everyone would wait longer.
+   it has too little time, and everyone would wait longer. While the others' queues leave no more
+   than that floor, it holds for this listener's own windows too, and for the rest each leaves,
+   once it has heard audio (it has some queued, or ``ran_dry``): rules 4 and 5 would cut windows
+   to its queue, mostly context, which the others then wait for (docs/throughput.md: four
+   paragraphs at once). A speech's first window is still rule 4's trade, and a listener short of
+   audio while the others have plenty still gets the small window its queue covers.
 7. **Bounds**, whatever rule sized the window: its decoding takes at most ``longest_s`` (a
    listener who arrives meanwhile waits for it, and no rule sees one coming), unless a window that
    short is not worth its call (rule 6's floor: the decoder is slow), and it holds at most
@@ -147,7 +152,9 @@ class Situation:
     ``queued_s``: audio this speech's listener has made and not heard yet; ``cost``: the
     decoder's; ``left``: the chunk's frames not decoded yet; ``started``: the chunk already had a
     window (the next one has context on both sides); ``others_s``: the least audio queued for any
-    other listener with work (0 for one waiting for its first audio), None when no other has work.
+    other listener with work (0 for one waiting for its first audio), None when no other has work;
+    ``ran_dry``: the listener has heard all the audio made for it and waits for more (the decoder
+    fell behind), where ``queued_s`` 0 alone may be a speech that has not started.
     """
 
     queued_s: float
@@ -155,6 +162,7 @@ class Situation:
     left: int = 0
     started: bool = False
     others_s: float | None = None
+    ran_dry: bool = False
 
 
 class JobSizer(Protocol):
@@ -197,9 +205,12 @@ def next_window(situation: Situation, profile: Profile) -> int:
     else:
         size = _later(s.queued_s, s.cost, p) or _most(s.cost, p)  # 5 (behind: the most rule 7 allows)
     if s.others_s is not None:  # 6
-        allowed_s = max(p.headroom * s.others_s, _contended_floor_s(s.cost, p))
+        floor_s = _contended_floor_s(s.cost, p)
+        allowed_s = max(p.headroom * s.others_s, floor_s)
         if not _within(s.cost.decode_s(before + size + (p.context if size < s.left else 0)), allowed_s):
             size = _covered(s.cost, allowed_s, before + p.context)
+        if allowed_s <= floor_s and (s.queued_s > 0 or s.ran_dry):  # no time to spare for context
+            return _worth_its_context(_bounded(size, s.left, s.cost, p), s.left, s.cost, p)
     return _bounded(size, s.left, s.cost, p)  # 7
 
 
@@ -284,6 +295,17 @@ def _worth_a_call(cost: Cost, p: Profile) -> int:
     ``contention_waste`` of its decoding (own >= (1 - waste) / waste x what nobody hears)."""
     unheard = 2 * p.context + cost.overhead / (FRAME_S * cost.pace)  # in frames' worth of decoding
     return math.ceil(unheard * (1 - p.contention_waste) / p.contention_waste)
+
+
+def _worth_its_context(size: int, left: int, cost: Cost, p: Profile) -> int:
+    """Rule 6's floor for a listener that has heard audio, while the others have none to spare: no
+    window smaller than one worth a call, and no rest left that is not (the whole chunk instead,
+    where rule 7's bound allows it)."""
+    worth = _worth_a_call(cost, p)
+    size = max(size, min(worth, left))
+    if (left - size < worth and left <= _most(cost, p)) or left - size < p.first_frames:
+        return left
+    return size
 
 
 def _within(decode_s: float, allowed_s: float) -> bool:

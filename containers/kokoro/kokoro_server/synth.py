@@ -69,6 +69,7 @@ class _Queues:
 
     queued_s: float = 0.0
     others_s: float | None = None
+    ran_dry: bool = False
 
 
 class Synthesizer:
@@ -163,7 +164,7 @@ class Synthesizer:
         listeners' queues as the job started (read on the loop: ``_queue``). Returns the audio and
         its seconds."""
         situation = Situation(left=decoding.left, started=decoding.started, cost=self.cost, others_s=queues.others_s,
-                              queued_s=queues.queued_s)
+                              queued_s=queues.queued_s, ran_dry=queues.ran_dry)
         started = time.perf_counter()
         audio = decoding.step(self.sizer.next_window(situation), halt)
         spent = time.perf_counter() - started
@@ -188,6 +189,7 @@ class Synthesizer:
         def read_queues() -> None:
             queues.queued_s = self.scheduler.queued_audio_s(owner)
             queues.others_s = self.scheduler.others_queued_s(owner)
+            queues.ran_dry = self.scheduler.ran_dry(owner)
 
         future: asyncio.Future[TimedSynthesis] = self.scheduler.submit(owner, run, audio_s=_audio_s, then=then,
                                                                        at_start=read_queues)
