@@ -63,11 +63,20 @@ def engine_vs_loop(record: Results) -> list[str]:
     for key, label in (("first_s", "paragraph first byte s"), ("total_s", "paragraph total s"),
                        ("cpu_per_audio_s", "CPU s per audio s"), ("audio_s", "audio s")):
         lines.append(f"| {label} | " + " | ".join(num(para.get(side, {}).get(key)) for side in sides) + " |")
+    if any("decoded_per_heard" in para.get(side, {}) for side in sides):
+        lines.append("| frames decoded per frame heard | " + " | ".join(
+            num(para.get(side, {}).get("decoded_per_heard", 1.0 if side.startswith("loop") else None))
+            for side in sides) + " |")
     both = rows["concurrent"]
     lines.append(f"| {both['callers']} paragraphs at once: wall s (loops: {both['callers']}x one) | "
                  f"{num(both['ours_wall_s'])} | {num(both.get('ours_sentence_jobs_wall_s'))} | "
                  f"{num(both.get('ours_linear_pace_wall_s'))} | "
                  f"{num(both['loop_sentence_x4_s'])} | {num(both['loop_chunk_x4_s'])} |")
+    if "ours_decoded_per_heard" in both:
+        lines.append(f"| {both['callers']} paragraphs at once: frames decoded per frame heard | "
+                     f"{num(both['ours_decoded_per_heard'])} | "
+                     f"{num(both.get('ours_sentence_jobs_decoded_per_heard'))} | "
+                     f"{num(both.get('ours_linear_pace_decoded_per_heard'))} | 1 | 1 |")
     second, short = rows["second_caller"], rows["short"]
     lines.append(f"| second caller {second['after_s']} s in: its first byte s | {num(second['ours_first_s'])} | | | "
                  f"| {num(second['loop_chunk_first_s'])} |")

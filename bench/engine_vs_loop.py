@@ -42,6 +42,10 @@ from typing import TYPE_CHECKING, Any
 from .throughput import VOICE_PREFERENCE, paragraph
 
 if TYPE_CHECKING:
+    import numpy as np
+
+    from kokoro_server.engines import Decoding, Engine, Synthesis
+    from kokoro_server.engines.halt import Halt
     from kokoro_server.sizing import Cost
 
 SHORT = "Start with where the router sits."  # 6 words (bench/design.py's)
@@ -73,6 +77,35 @@ class Run:
                 "cpu_s": time.process_time() - self.cpu, "audio_s": self.audio_s}
 
 
+class Counted:
+    """An engine that counts what its decoder calls decode (own frames and context): windows cost
+    their context twice, and under load the sizer may cut many (``decoded_per_heard``)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self.name, self.device = engine.name, engine.device
+        self.frames = 0
+        self.calls = 0
+
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
+        decoding = self._engine.begin(phonemes, style, speed, halt=halt)
+        decode = decoding.decode
+
+        def counted(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
+            self.frames += hi - lo
+            self.calls += 1
+            return decode(lo, hi, halt)
+
+        decoding.decode = counted
+        return decoding
+
+    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+        from kokoro_server.engines import Synthesis
+
+        decoding = self.begin(phonemes, style, speed)
+        return Synthesis(audio=decoding.rest(), durations=decoding.durations)
+
+
 class Sides:
     """Everything measured, on one engine and voice."""
 
@@ -83,7 +116,7 @@ class Sides:
         from kokoro_server.pace import warm_up_pace
 
         self.model = open_model_dir(model_dir)
-        self.engine = load_engine(self.model)
+        self.engine = Counted(load_engine(self.model))
         self.voice = next((v for v in VOICE_PREFERENCE if v in self.model.voices), sorted(self.model.voices)[0])
         self.text = paragraph(8)
         self.phonemizer = Phonemizer()
@@ -159,6 +192,7 @@ class Sides:
         self, texts: list[str], starts: list[float], variants: tuple[str, ...], *, linear_pace: bool,
         learn: bool = False,
     ) -> dict[str, Any]:
+        from kokoro_server.engines.windows import FRAME_S
         from kokoro_server.scheduler import Scheduler
         from kokoro_server.sizing import Cost
         from kokoro_server.speech import Speech
@@ -185,16 +219,19 @@ class Sides:
 
         try:
             whole = Run()
+            self.engine.frames = self.engine.calls = 0
             found = await asyncio.gather(*(speak(i, t, s) for i, (t, s) in enumerate(zip(texts, starts))))
             total = whole.done()
         finally:
             await scheduler.stop()
             synth.close()
-        return {"callers": found, **total, **({"cost": synth.pace.current} if learn else {})}
+        heard = sum(c["audio_s"] for c in found) / FRAME_S
+        return {"callers": found, **total, "decoded_per_heard": self.engine.frames / heard if heard else 0.0,
+                "decoder_calls": self.engine.calls, **({"cost": synth.pace.current} if learn else {})}
 
     def ours_paragraph(self, variants: tuple[str, ...] = (), *, linear_pace: bool = False) -> dict[str, float]:
         result = self.ours([self.text], variants=variants, linear_pace=linear_pace)
-        return {**result["callers"][0], "cpu_s": result["cpu_s"]}
+        return {**result["callers"][0], **{key: result[key] for key in ("cpu_s", "decoded_per_heard", "decoder_calls")}}
 
 
 def _median(values: list[float]) -> float:
@@ -252,10 +289,15 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
     paragraph_rows = {name: {"first_s": med(name, "first_s"), "total_s": med(name, "total_s"),
                              "cpu_per_audio_s": _median([r["cpu_s"] / r["audio_s"] for r in runs[name]]),
-                             "audio_s": med(name, "audio_s")}
+                             "audio_s": med(name, "audio_s"),
+                             **({"decoded_per_heard": med(name, "decoded_per_heard")}
+                                if "decoded_per_heard" in runs[name][0] else {})}
                       for name in ("ours", *(f"ours_{side}" for side in ATTRIBUTED), "loop_sentence", "loop_chunk")}
     concurrent_wall = med("ours_concurrent", "total_s")
     attributed_wall = {side: med(f"ours_concurrent_{side}", "total_s") for side in ATTRIBUTED}
+    decoded = {f"ours{side}_decoded_per_heard": med(f"ours_concurrent{side}", "decoded_per_heard")
+               for side in ("", *(f"_{a}" for a in ATTRIBUTED))
+               if "decoded_per_heard" in runs[f"ours_concurrent{side}"][0]}
     concurrent_first_p50 = _median([statistics.median(c["first_s"] for c in r["callers"])
                                     for r in runs["ours_concurrent"]])
     loop_total = paragraph_rows["loop_sentence"]["total_s"]
@@ -271,7 +313,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     rows: dict[str, Any] = {
         "paragraph": paragraph_rows,
         "concurrent": {"callers": CONCURRENT, "ours_wall_s": concurrent_wall, "ours_first_p50_s": concurrent_first_p50,
-                       **{f"ours_{side}_wall_s": wall for side, wall in attributed_wall.items()},
+                       **{f"ours_{side}_wall_s": wall for side, wall in attributed_wall.items()}, **decoded,
                        "loop_sentence_x4_s": round(CONCURRENT * loop_total, 4),
                        "loop_chunk_x4_s": round(CONCURRENT * chunk_total, 4)},
         "second_caller": {"after_s": SECOND_CALLER_AFTER_S, "ours_first_s": second_ours,
