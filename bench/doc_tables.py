@@ -128,8 +128,9 @@ def paired_variants(record: Results) -> str:
                      for name, env in record["variants"].items())
 
 
-def paired_arrivals(record: Results) -> list[str]:
-    """bench.paired's arrival runs: stall and p95 first audio per variant and rung, patterns pooled."""
+def paired_arrivals(record: Results, *, source: str) -> list[str]:
+    """bench.paired's arrival runs (``source``: the file, under bench/results): stall and p95 first
+    audio per variant and rung, patterns pooled."""
     by_cell = {(row["variant"], row["sessions"]): row for row in record["summary"]}
     lines = ["| ms of stall per audio minute (p95 first audio ms, by pattern) | "
              + " | ".join(f"{n} sessions" for n in record["sessions"]) + " |",
@@ -139,7 +140,7 @@ def paired_arrivals(record: Results) -> list[str]:
         lines.append(f"| {variant} | " + " | ".join(
             f"{num(c['stall_ms_per_audio_min'])} ({', '.join(num(t) for t in c['ttfa_p95_ms_by_pattern'])})"
             for c in cells) + " |")
-    return lines + ["", f"`bench/results/overload/longest.json` (`python -m bench.paired ...`): "
+    return lines + ["", f"`bench/results/{source}` (`python -m bench.paired ...`): "
                     f"{paired_variants(record)}; decoder "
                     f"pace {num(record['decoder_pace'])} for all, start patterns {record['patterns']}, arrivals "
                     f"spread over {num(record['arrival_spread_s'], 's')}."]

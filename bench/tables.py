@@ -14,6 +14,7 @@ function from their parsed JSON to markdown lines) and the two markers in a doc.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import sys
@@ -53,7 +54,9 @@ TABLES: tuple[Table, ...] = (
     Table(name="targets", sources=("latest.json",), render=render.targets),
     Table(name="ttfa", sources=("latest.json",), render=render.ttfa),
     Table(name="arrivals", sources=("latest.json",), render=render.arrivals),
-    Table(name="paired-arrivals", sources=("overload/longest.json",), render=render.paired_arrivals),
+    *(Table(name=name, sources=(source,), render=functools.partial(render.paired_arrivals, source=source))
+      for name, source in (("paired-arrivals", "overload/longest.json"),
+                           ("paired-arrivals-dry", "overload/dry_floor.json"))),
     Table(name="capacity", sources=("capacity.json",), render=render.capacity),
     Table(name="codec-quality", sources=("codec_quality.json",), render=render.codec_quality),
     Table(name="windowing", sources=("windowing.json",), render=render.windowing),
