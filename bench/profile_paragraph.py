@@ -10,7 +10,7 @@ The agent answer's first eight sentences (bench/throughput.py), medians of ``--r
   both engines make it now) against, on the torch engine, ``source_per_window_s`` (one per window,
   as it did before), ``one_shot_decode_s`` (the decoder over the whole chunk);
 * ``speech``: the server's Speech over the paragraph (deadline scheduler, windows cut by the cost
-  a server fits to the windows it decodes, engine_vs_loop.Sides): its windows (``window_frames``:
+  a server fits to the windows it decodes, engine_sides.Sides): its windows (``window_frames``:
   each one's decoded frames), frames decoded against frames heard (context decoded twice), model
   time, the worker's idle time between jobs and the time from a job's end to the next job's start
   (scheduler hops), and the windows the chunks would have had without joining the rest;
@@ -38,7 +38,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from .engine_vs_loop import Sides
+from .engine_sides import Sides
 
 
 def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -157,7 +157,7 @@ async def _speech(sides: Sides) -> dict[str, Any]:
     synth = Synthesizer(engine=Counting(sides.engine), voices=sides.model.voices, scheduler=scheduler,
                         default_voice=sides.voice)
     synth.phonemizer.phonemize("Warm up.", voice=sides.voice)
-    synth.keep_up(sides.cost)  # the cost a server that has served a while fits (engine_vs_loop.Sides)
+    synth.keep_up(sides.cost)  # the cost a server that has served a while fits (engine_sides.Sides)
     windows: list[dict[str, Any]] = []
     planned_frames = 0
     try:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.engine_vs_loop import CONCURRENT, SECOND_CALLER_AFTER_S, summarize
+from bench.engine_sides import CONCURRENT
+from bench.engine_vs_loop import SECOND_CALLER_AFTER_S, summarize
 
 
 def _run(first: float, total: float, cpu: float, audio: float = 10.0, **extra: Any) -> dict[str, Any]:
