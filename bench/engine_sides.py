@@ -46,22 +46,31 @@ class Run:
 
 
 class Counted:
-    """An engine that counts what its decoder calls decode (own frames and context): windows cost
+    """An engine that records what each decoder call decodes (own frames and context): windows cost
     their context twice, and under load the sizer may cut many (``decoded_per_heard``)."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self.name, self.device = engine.name, engine.device
-        self.frames = 0
-        self.calls = 0
+        self.decoded: list[int] = []  # frames of each decoder call since the last reset, in order
+
+    @property
+    def frames(self) -> int:
+        return sum(self.decoded)
+
+    @property
+    def calls(self) -> int:
+        return len(self.decoded)
+
+    def reset(self) -> None:
+        self.decoded = []
 
     def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
         decoding = self._engine.begin(phonemes, style, speed, halt=halt)
         decode = decoding.decode
 
         def counted(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
-            self.frames += hi - lo
-            self.calls += 1
+            self.decoded.append(hi - lo)
             return decode(lo, hi, halt)
 
         decoding.decode = counted
@@ -187,7 +196,7 @@ class Sides:
 
         try:
             whole = Run()
-            self.engine.frames = self.engine.calls = 0
+            self.engine.reset()
             found = await asyncio.gather(*(speak(i, t, s) for i, (t, s) in enumerate(zip(texts, starts))))
             total = whole.done()
         finally:

@@ -113,6 +113,7 @@ def _onnx_source_cost(engine: Any, phonemes: str, style: Any) -> dict[str, float
 
 
 async def _speech(sides: Sides) -> dict[str, Any]:
+    from kokoro_server.engines.windows import FRAME_S
     from kokoro_server.scheduler import Scheduler
     from kokoro_server.speech import Speech
     from kokoro_server.synth import Synthesizer
@@ -130,37 +131,16 @@ async def _speech(sides: Sides) -> dict[str, Any]:
                     jobs.append((began, time.perf_counter()))
             return super().submit(owner, run, **options)
 
-    decoded: list[int] = []
-
-    class Counting:
-        """The engine, counting the frames each window decodes (its own and its context)."""
-
-        def __init__(self, engine: Any) -> None:
-            self.engine, self.name, self.device = engine, engine.name, engine.device
-
-        def begin(self, *args: Any, **kwargs: Any) -> Any:
-            decoding = self.engine.begin(*args, **kwargs)
-            decode = decoding.decode
-
-            def counted(lo: int, hi: int, halt: Any = None) -> Any:
-                decoded.append(hi - lo)
-                return decode(lo, hi, halt)
-
-            decoding.decode = counted
-            return decoding
-
-        def synthesize(self, *args: Any) -> Any:
-            return self.engine.synthesize(*args)
-
     scheduler = Timed(workers=1)
     await scheduler.start()
-    synth = Synthesizer(engine=Counting(sides.engine), voices=sides.model.voices, scheduler=scheduler,
+    synth = Synthesizer(engine=sides.engine, voices=sides.model.voices, scheduler=scheduler,
                         default_voice=sides.voice)
     synth.phonemizer.phonemize("Warm up.", voice=sides.voice)
     synth.keep_up(sides.cost)  # the cost a server that has served a while fits (engine_sides.Sides)
     windows: list[dict[str, Any]] = []
     planned_frames = 0
     try:
+        sides.engine.reset()  # count this speech's decoder calls alone (their own frames and context)
         began = time.perf_counter()
         async for chunk in Speech(synth, owner="p", pieces=iter_sentences(sides.text), voice=sides.voice, speed=1.0):
             windows.append({"audio_s": chunk.seconds, "model_s": chunk.synthesis_s})
@@ -173,11 +153,12 @@ async def _speech(sides: Sides) -> dict[str, Any]:
     model_s = sum(end - start for start, end in jobs)
     hops = [b[0] - a[1] for a, b in zip(jobs, jobs[1:])]
     audio_s = sum(w["audio_s"] for w in windows)
-    heard_frames = round(audio_s / 0.025)
+    heard_frames = round(audio_s / FRAME_S)
     return {"wall_s": wall, "model_s": model_s, "jobs": len(jobs), "windows": len(windows), "audio_s": audio_s,
-            "frames_heard": heard_frames, "frames_decoded": sum(decoded), "frames_planned_without_join": planned_frames,
+            "frames_heard": heard_frames, "frames_decoded": sides.engine.frames,
+            "frames_planned_without_join": planned_frames,
             "between_jobs_s": sum(hops), "between_jobs_median_ms": 1000 * statistics.median(hops) if hops else 0.0,
-            "window_model_s": [round(w["model_s"], 4) for w in windows], "window_frames": decoded}
+            "window_model_s": [round(w["model_s"], 4) for w in windows], "window_frames": list(sides.engine.decoded)}
 
 
 WINDOW_SIZES = (20, 40, 80, 120, 160, 240, 320, 480)  # pace.FIT_LEAST sizes at least

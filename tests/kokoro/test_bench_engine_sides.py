@@ -26,7 +26,7 @@ def counted(tiny_model: Path) -> tuple[Counted, Any]:
 
 def test_windows_are_counted_with_their_context(counted: tuple[Counted, Any]) -> None:
     engine, style = counted
-    engine.frames = engine.calls = 0
+    engine.reset()
     decoding = engine.begin(PHONEMES, style, 1.0)
     heard = decoding.frames
     decoding.step(heard // 3)
@@ -39,7 +39,7 @@ def test_windows_are_counted_with_their_context(counted: tuple[Counted, Any]) ->
 
 def test_a_one_shot_render_is_one_call_of_exactly_its_frames(counted: tuple[Counted, Any]) -> None:
     engine, style = counted
-    engine.frames = engine.calls = 0
+    engine.reset()
     synthesis = engine.synthesize(PHONEMES, style, 1.0)
     assert engine.calls == 1
     assert synthesis.durations is not None
