@@ -19,7 +19,7 @@ The agent answer's first eight sentences (bench/throughput.py), medians of ``--r
 * ``encode_s``: encoding the paragraph's audio to mp3 and to pcm in 100 ms chunks (StreamEncoder);
 * ``decoder_weight_norm_s`` (torch): what kokoro's weight-norm hooks add to every decoder call
   (``g * v / ||v||`` over the decoder's ``decoder_weight_norm_layers`` layers), as the loop's
-  KModel pays it; the engine computes those weights once at load (torch_engine.fold_weight_norm);
+  KModel pays it; the engine computes those weights once at load (torch_fused.fold_weight_norm);
 * ``decode_by_frames``: one decoder call over the paragraph's first chunk cut to 20, 40, ... frames
   (seconds, alone), and ``decode_cost`` the cost pace.fit_cost fits to them: what a call costs
   whatever its frames, and per frame (sizing.Cost's overhead and pace).

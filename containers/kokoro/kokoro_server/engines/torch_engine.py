@@ -27,12 +27,12 @@ from typing import Any, TypeVar
 import numpy as np
 import torch
 from kokoro import KModel
-from torch.nn.utils.weight_norm import WeightNorm
 
 from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
+from .torch_fused import fuse_for_inference
 from .windows import Decoding
 
 R = TypeVar("R")
@@ -100,21 +100,6 @@ def load_checkpoint_strictly(kmodel: KModel, path: Path) -> None:
                     f"{tuple(expected[key].shape)}"
                 )
         module.load_state_dict(state, strict=True)
-
-
-def fold_weight_norm(model: torch.nn.Module) -> int:
-    """Compute each weight-normed layer's weight once, for inference: kokoro builds its layers with
-    ``weight_norm``, whose hook recomputes ``g * v / ||v||`` before every forward call: on the CPU
-    0.058 s a decoder call (bench/results/profile-torch.json, ``decoder_weight_norm_s``), paid once
-    per window. The weights are what the hooks compute, so the audio is unchanged
-    (tests/kokoro/test_torch_engine.py). Returns how many layers were folded."""
-    folded = 0
-    for module in model.modules():
-        names = [hook.name for hook in module._forward_pre_hooks.values() if isinstance(hook, WeightNorm)]
-        for name in names:
-            torch.nn.utils.remove_weight_norm(module, name)
-            folded += 1
-    return folded
 
 
 class SharedSource(torch.nn.Module):  # type: ignore[misc]  # torch has no stubs where mypy runs (.venv)
@@ -218,7 +203,7 @@ class TorchEngine:
             torch.set_flush_denormal(True)  # denormals in the vocoder cost 30-50% on CPU (a thread's own setting)
         kmodel = build_kmodel(model.config)
         load_checkpoint_strictly(kmodel, model.weights)
-        fold_weight_norm(kmodel)
+        fuse_for_inference(kmodel)  # the same functions in fewer passes (torch_fused.py)
         kmodel = kmodel.to(self.device).eval()
         return kmodel, SharedSource.install(kmodel.decoder.generator)
 
