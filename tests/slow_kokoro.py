@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from kokoro_server import __main__ as server
@@ -46,8 +47,8 @@ class SlowSynthesizer(Synthesizer):
     """The server's synthesizer, its engine slowed once warm-up and the pace measurement are done
     (``keep_up`` is the factory's last step before serving): it serves at full speed until then."""
 
-    def keep_up(self, cost: Cost, *, remeasure: bool = False) -> None:
-        super().keep_up(cost, remeasure=remeasure)
+    def keep_up(self, cost: Cost, *, remeasure: bool = False, decoded: Sequence[tuple[int, float]] = ()) -> None:
+        super().keep_up(cost, remeasure=remeasure, decoded=decoded)
         delays = [float(d) for d in os.environ.get(DELAYS_ENV, "").split(",") if d.strip()]
         self.engine = SlowEngine(self.engine, delays)
 

@@ -1,5 +1,6 @@
-"""The decoder cost windows are sized by: a pace measured at warm-up, then a cost fitted to the
-windows the server decodes (kokoro_server/pace.py), which the Synthesizer's sizer reads."""
+"""The decoder cost windows are sized by: a cost fitted to windows of two sizes decoded at warm-up,
+then to the windows the server decodes (kokoro_server/pace.py), which the Synthesizer's sizer
+reads."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from hand_clock import HandClock
 
 from kokoro_server.engines.windows import FRAME_S, Decoding
-from kokoro_server.pace import FIT_LEAST, PACE_INTERVAL_S, PaceMeter, fit_cost
+from kokoro_server.pace import FIT_LEAST, PACE_INTERVAL_S, PaceMeter, fit_cost, pace_of
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.sizing import Cost
 from kokoro_server.synth import Synthesizer
@@ -102,3 +103,26 @@ def test_windows_are_sized_by_the_cost_fitted_to_the_windows_decoded() -> None:
     assert cost.overhead > 0  # every call slept 20 ms whatever its frames
     assert cost.overhead == pytest.approx(_SlowEngine.OVERHEAD_S, abs=0.01)
     assert _cost_after_decoding(remeasure=False) == Cost(pace=0.05)  # a pinned pace is never fitted
+
+
+def test_the_warm_up_fits_a_cost_per_call_and_per_frame_before_the_first_request() -> None:
+    """Windows of two sizes decoded at warm-up: the server's first windows are sized by the call's
+    fixed cost and the per-frame pace, not by a pace that folds the one into the other."""
+
+    async def scenario() -> tuple[Cost, bool, list[int]]:
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        synth = Synthesizer(engine=_SlowEngine(), voices={"v": np.zeros((510, 1, 256), np.float32)},  # type: ignore[arg-type]
+                            scheduler=scheduler)
+        try:
+            decoded = synth.measure_windows()
+            synth.keep_up(Cost(pace=pace_of(decoded)), remeasure=True, decoded=decoded)
+            return synth.cost, synth.pace.fitted, sorted({frames for frames, _ in decoded})
+        finally:
+            await scheduler.stop()
+            synth.close()
+
+    cost, fitted, sizes = asyncio.run(scenario())
+    assert fitted and len(sizes) == 2 and sizes[1] >= 2 * sizes[0]
+    assert cost.overhead == pytest.approx(_SlowEngine.OVERHEAD_S, abs=0.01)
+    assert cost.pace == pytest.approx(_SlowEngine.PER_FRAME_S / FRAME_S, rel=0.5)

@@ -80,6 +80,7 @@ def load(settings: Settings, strategies: Strategies = Strategies()) -> Callable[
     started = time.perf_counter()
     model = open_model_dir(onnx_over_torch_dir(settings), engine=settings.engine)
     engine = load_engine(model, device=settings.device)
+    from .pace import pace_of
     from .sizing import Cost
     from .synth import Synthesizer  # imports kokoro (and torch): after the cheap checks
     log.info("loaded %s engine on %s from %s with %d voices in %.1fs", engine.name, engine.device,
@@ -95,11 +96,15 @@ def load(settings: Settings, strategies: Strategies = Strategies()) -> Callable[
             synth.warm_up()
             log.info("warmed up in %.1fs", time.perf_counter() - began)
         pace = settings.decoder_pace
-        if pace is None:
-            pace = synth.measure_pace() if settings.warmup else 0.0
-        synth.keep_up(Cost(pace=pace), remeasure=settings.decoder_pace is None)
-        log.info("windows are sized by a decoder pace of %.3f s per audio second%s", pace,
-                 " (measured)" if settings.decoder_pace is None else "")
+        decoded: list[tuple[int, float]] = []
+        if pace is None and settings.warmup:
+            decoded = synth.measure_windows()
+            pace = pace_of(decoded)
+        synth.keep_up(Cost(pace=pace or 0.0), remeasure=settings.decoder_pace is None, decoded=decoded)
+        cost = synth.cost
+        log.info("windows are sized by a decoder cost of %.0f ms a call and %.3f s per audio second%s",
+                 1000 * cost.overhead, cost.pace,
+                 " (fitted at warm-up)" if synth.pace.fitted else " (measured)" if decoded else "")
         return synth
 
     return factory

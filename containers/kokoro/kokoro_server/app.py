@@ -97,8 +97,8 @@ async def diagnostics(request: Request) -> JSONResponse:
         # transport's write buffer): bounded by outbox.HELD_BYTES_MAX (tests/kokoro/test_hardening_faults.py)
         "held_bytes_max": max((session.held_bytes() for session in list(state.live)), default=0),
         "tasks": len(asyncio.all_tasks()),  # asyncio tasks alive in the server: a leak shows here
-        # the decoder cost windows are sized by (sizing.Cost: measured at warm-up, then fitted to the
-        # windows decoded; or KOKORO_DECODER_PACE): benchmarks pin the pace so that servers they
+        # the decoder cost windows are sized by (sizing.Cost: fitted to windows decoded at warm-up,
+        # then to those served; or KOKORO_DECODER_PACE): benchmarks pin the pace so that servers they
         # compare size alike (a pinned pace is never fitted)
         "decoder_pace": synth.cost.pace,
         "decoder_overhead_s": synth.cost.overhead,

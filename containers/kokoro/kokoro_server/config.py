@@ -117,8 +117,9 @@ class Settings:
     a listener that would run dry sooner goes first (scheduler.DEFAULT_FIRST_AUDIO_S)."""
     decoder_pace: float | None = None
     """Decoder seconds per audio second the job sizer sizes windows by (sizing.Cost.pace); None
-    (the default, ``KOKORO_DECODER_PACE=measure``): measured at warm-up and again when the engine
-    is idle (pace.PaceMeter; 0 without warm-up); 0: a free decoder, each chunk one window."""
+    (the default, ``KOKORO_DECODER_PACE=measure``): fitted, with a fixed cost per call, to windows
+    decoded at warm-up and then to those served (pace.PaceMeter; 0 without warm-up); 0: a free
+    decoder, each chunk one window."""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":

@@ -1,6 +1,6 @@
-"""The decoder's cost the job sizer sizes windows by (sizing.Cost): a pace measured at warm-up, and
-again when the engine is idle, so one figure taken while the machine was busy does not size every
-window; then a cost fitted to the windows the server decodes (:class:`PaceMeter`)."""
+"""The decoder's cost the job sizer sizes windows by (sizing.Cost): fitted to windows of two sizes
+decoded at warm-up, then to the windows the server decodes (:class:`PaceMeter`); a pace measured
+again when the engine is idle while no cost could be fitted."""
 
 from __future__ import annotations
 
@@ -21,6 +21,9 @@ from .model_dir import style_for
 from .sizing import Cost
 
 WARM_UP_TEXT = "Hello, world."
+WARM_UP_COST_TEXT = "Hello, world. This is how I sound, reading aloud."
+"""Decoded in windows of two sizes at warm-up (:func:`warm_up_windows`): about 3 s of audio, so its
+first third is about the smallest window a server decodes (20 frames and their context)."""
 WARM_UP_LANG = "a"  # read as English whatever the voice's language: the pace is measured on the same phonemes
 
 
@@ -49,6 +52,11 @@ FIT_LEAST = 8
 FIT_SPREAD = 2.0
 """Their largest must decode at least this many times the frames of their smallest: a line through
 sizes that barely differ says nothing about a fixed cost per call."""
+WARM_UP_SHARES = (3, 1)
+"""The warm-up decodes the first third of WARM_UP_COST_TEXT and the whole of it, by turns: from one
+size alone, a pace carries a call's fixed cost in every frame, and on the tiny torch model it read
+twice the per-frame pace, so the windows of a server's first requests were sized as if the decoder
+were that slow (more windows, each paying a call and its context)."""
 
 
 def fit_cost(windows: Sequence[tuple[int, float]]) -> Cost | None:
@@ -72,6 +80,29 @@ def fit_cost(windows: Sequence[tuple[int, float]]) -> Cost | None:
     return Cost(pace=slope / FRAME_S, overhead=overhead)
 
 
+def warm_up_windows(engine: Engine, phonemizer: Phonemizer, *, voice: str, pack: np.ndarray) -> list[tuple[int, float]]:
+    """(decoded frames, seconds) of windows of WARM_UP_COST_TEXT, decoded whole and its first
+    ``1 / WARM_UP_SHARES`` alone, FIT_LEAST in all: what :class:`PaceMeter` fits a cost to before
+    the first request."""
+    chunk = phonemizer.phonemize(WARM_UP_COST_TEXT, voice=voice, lang=WARM_UP_LANG)[0]
+    decoding = engine.begin(chunk, style_for(pack, chunk), 1.0)
+    windows = []
+    for _ in range(-(-FIT_LEAST // len(WARM_UP_SHARES))):
+        for share in WARM_UP_SHARES:
+            frames = max(1, decoding.frames // share)
+            started = time.perf_counter()
+            decoding.decode(0, frames)
+            windows.append((frames, time.perf_counter() - started))
+    return windows
+
+
+def pace_of(windows: Sequence[tuple[int, float]]) -> float:
+    """The pace of the largest of ``windows`` (the median of theirs): the figure a cost falls back
+    on while none is fitted."""
+    largest = max(frames for frames, _ in windows)
+    return float(np.median([seconds / (frames * FRAME_S) for frames, seconds in windows if frames == largest]))
+
+
 PACE_INTERVAL_S = 30.0
 """At most one idle re-measurement of the decoder pace per this long: each costs one decoding of
 the warm-up sentence (~1 s of audio), and a job that arrives meanwhile waits for it."""
@@ -79,12 +110,12 @@ PACE_FIGURES = 5
 
 
 class PaceMeter:
-    """The decoder cost windows are cut by. Until FIT_LEAST windows of different sizes were decoded,
-    the median of the last PACE_FIGURES paces, the warm-up's and those measured since when the
-    engine was idle (every PACE_INTERVAL_S at most): one warm-up figure taken while the machine was
-    busy made every later first window large. Then the cost fitted to the last FIT_WINDOWS windows
-    (:func:`fit_cost`): a pace measured on a short sentence carries the call's fixed cost in every
-    frame. ``remeasure=False`` (a pinned pace): the first figure, always.
+    """The decoder cost windows are cut by: the cost fitted to the last FIT_WINDOWS windows
+    (:func:`fit_cost`), the warm-up's first (:func:`warm_up_windows`), refitted every FIT_LEAST
+    windows, so that one warm-up taken while the machine was busy does not size every window. While
+    no cost could be fitted (no warm-up, or windows too few or too alike), the median of the last
+    PACE_FIGURES paces, the first one's and those measured since when the engine was idle (every
+    PACE_INTERVAL_S at most). ``remeasure=False`` (a pinned pace): the first figure, always.
 
     The engine's worker thread records windows and idle measurements; the event loop and the worker
     read the cost: a lock makes each of those one step."""

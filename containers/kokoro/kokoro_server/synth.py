@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Hashable
@@ -31,7 +31,7 @@ from .engines.halt import Halt
 from .g2p import G2PNotes, PhonemeChunk, Phonemizer
 from .languages import READERS, resolve_language, served_languages
 from .model_dir import style_for
-from .pace import WARM_UP_LANG, WARM_UP_TEXT, PaceMeter, warm_up_pace
+from .pace import WARM_UP_LANG, WARM_UP_TEXT, PaceMeter, warm_up_pace, warm_up_windows
 from .scheduler import Scheduler
 from .sizing import Cost, JobSizer, Situation, Sizer, profile_for
 from .voices import VoiceBook
@@ -210,12 +210,19 @@ class Synthesizer:
         return warm_up_pace(self.engine, self.phonemizer, voice=self.default_voice,
                             pack=self.voice_book.pack(self.default_voice), runs=runs)
 
-    def keep_up(self, cost: Cost, *, remeasure: bool = False) -> None:
-        """Size windows by ``cost`` (before serving). ``remeasure``: the pace was measured, and is
-        measured again when the engine goes idle, then fitted to the windows decoded (PaceMeter), so
-        one busy warm-up does not size every window."""
+    def measure_windows(self) -> list[tuple[int, float]]:
+        """Windows of two sizes decoded now (pace.warm_up_windows), for ``keep_up``; after warm_up."""
+        return warm_up_windows(self.engine, self.phonemizer, voice=self.default_voice,
+                               pack=self.voice_book.pack(self.default_voice))
+
+    def keep_up(self, cost: Cost, *, remeasure: bool = False, decoded: Sequence[tuple[int, float]] = ()) -> None:
+        """Size windows by ``cost`` (before serving). ``remeasure``: the cost was measured; it is
+        fitted to the windows ``decoded`` (frames, seconds) at warm-up, then to those served
+        (PaceMeter), so one busy warm-up does not size every window."""
         self.pace = PaceMeter(remeasure=remeasure and cost.pace > 0)
         self.pace.add(cost)
+        for frames, seconds in decoded:
+            self.pace.observe(frames, seconds)
 
     def _observe(self, frames: int, seconds: float) -> None:
         """A window of ``frames`` decoded frames took ``seconds`` (worker thread): the meter fits the cost to it."""
