@@ -1,6 +1,6 @@
 """The scheduler when its queue runs dry: idle hooks (the pace re-measure) run once per burst, the
-freed memory is handed back once per burst, and ``settled`` (what /ping reports, and what the soak
-waits for) holds only after that trim."""
+freed memory is handed back once per burst, not before the queue has stayed dry a while, and
+``settled`` (what /ping reports, and what the soak waits for) holds only after that trim."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from waiting import wait_until_async
 from kokoro_server.scheduler import Scheduler
 
 pytestmark = pytest.mark.kokoro
+
+IDLE_AFTER_S = 0.05
 
 
 async def trims_reach(scheduler: Scheduler, count: int) -> int:
@@ -30,7 +32,7 @@ def failing_hook() -> None:
 
 def test_idle_hooks_run_once_per_burst_before_the_trim_and_a_failing_one_is_contained() -> None:
     async def scenario() -> list[str]:
-        scheduler = Scheduler(workers=1)
+        scheduler = Scheduler(workers=1, idle_after_s=IDLE_AFTER_S)
         ran: list[str] = []
         scheduler.on_idle(lambda: ran.append("hook"))
         scheduler.on_idle(failing_hook)  # logged; the worker goes on
@@ -46,7 +48,7 @@ def test_idle_hooks_run_once_per_burst_before_the_trim_and_a_failing_one_is_cont
 
 def test_an_idle_queue_hands_freed_memory_back_once_per_burst() -> None:
     async def scenario() -> list[int]:
-        scheduler = Scheduler(workers=1)
+        scheduler = Scheduler(workers=1, idle_after_s=IDLE_AFTER_S)
         await scheduler.start()
         seen = [scheduler.trims]  # nothing ran yet: nothing to give back
         await asyncio.gather(*(scheduler.submit("s", lambda: bytearray(1 << 20)) for _ in range(3)))
@@ -78,7 +80,7 @@ def test_settled_waits_for_the_idle_trim(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(module, "release_free_memory", held_trim)
 
     async def scenario() -> list[bool]:
-        scheduler = Scheduler(workers=1)
+        scheduler = Scheduler(workers=1, idle_after_s=IDLE_AFTER_S)
         await scheduler.start()
         seen = [scheduler.settled]  # nothing ran yet: nothing to hand back
         await scheduler.submit("s", lambda: None)
@@ -91,3 +93,27 @@ def test_settled_waits_for_the_idle_trim(monkeypatch: pytest.MonkeyPatch) -> Non
         return seen
 
     assert asyncio.run(scenario()) == [True, True, False, True]
+
+
+def test_work_that_comes_while_the_queue_is_briefly_dry_does_not_wait_for_the_trim() -> None:
+    """A request sent as the last one ends (or the next answer after a barge-in) runs before the
+    idle hooks and the trim: they wait until the queue has stayed dry for ``idle_after_s``."""
+    async def scenario() -> list[object]:
+        scheduler = Scheduler(workers=1, idle_after_s=0.5)
+        ran: list[object] = []
+        scheduler.on_idle(lambda: ran.append("hook"))
+        await scheduler.start()
+        for job in range(5):  # each one a moment after the one before it ended
+            await scheduler.submit("s", lambda job=job: ran.append(job))
+            await asyncio.sleep(0.02)
+        ran.append(("trims", scheduler.trims, scheduler.settled))
+        ran.append(("trims", await trims_reach(scheduler, 1)))
+        await scheduler.stop()
+        return ran
+
+    assert asyncio.run(scenario()) == [0, 1, 2, 3, 4, ("trims", 0, False), "hook", ("trims", 1)]
+
+
+def test_the_idle_delay_is_checked() -> None:
+    with pytest.raises(ValueError, match="idle_after_s"):
+        Scheduler(idle_after_s=-1.0)

@@ -26,9 +26,12 @@ between two of the model's steps: engines/halt.py) and its result is discarded, 
 left, or a barge-in, costs at most what is left of one model step. ``orphaned`` counts jobs that
 ended for an owner that had already gone.
 
-When the queue runs dry after work, a worker runs the idle hooks (``on_idle``: the synthesizer
-re-measures the decoder pace there) and hands the memory the jobs freed back to the system
-(memory.py) before it waits, so an idle server's resident size does not keep its last burst's peak.
+When the queue has stayed dry for ``idle_after_s`` after work, a worker runs the idle hooks
+(``on_idle``: the synthesizer re-measures the decoder pace there) and hands the memory the jobs
+freed back to the system (memory.py), so an idle server's resident size does not keep its last
+burst's peak. Not the moment the queue runs dry: a request sent as the last one ends, or the next
+answer after a barge-in, would wait behind the trim (10-15 ms of a core on the tiny torch model),
+and back-to-back requests would pay one each.
 
 Ownership: the engine is used by the worker thread only (``warm_up`` runs before the first job),
 and ``stop`` waits for the job in flight, so the engine is never freed under a running job.
@@ -50,6 +53,8 @@ from .memory import release_free_memory
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_SLACK_S = 10.0
+DEFAULT_IDLE_AFTER_S = 1.0
+"""How long the queue stays dry after work before the idle hooks and the memory trim run."""
 DEFAULT_FIRST_AUDIO_S = 0.5
 """How long after its submission a job of an owner with nothing playing is due (KOKORO_FIRST_AUDIO_S).
 Two sessions arriving at random on 2 CPU cores, paired runs: with 0 (a first window due at once)
@@ -81,6 +86,7 @@ class Scheduler:
     def __init__(
         self, *, workers: int = 1, max_slack_s: float = DEFAULT_MAX_SLACK_S,
         clock: Callable[[], float] = time.monotonic, first_audio_s: float = DEFAULT_FIRST_AUDIO_S,
+        idle_after_s: float = DEFAULT_IDLE_AFTER_S,
     ) -> None:
         if not max_slack_s > 0:
             raise ValueError(f"max_slack_s: must be positive, got {max_slack_s!r}")
@@ -89,6 +95,9 @@ class Scheduler:
         self._workers = workers
         self._max_slack_s = max_slack_s
         self._first_audio_s = first_audio_s
+        if not idle_after_s >= 0:
+            raise ValueError(f"idle_after_s: must be 0 or more seconds, got {idle_after_s!r}")
+        self._idle_after_s = idle_after_s
         self._clock = clock
         self._owners: dict[Hashable, _Owner] = {}
         self._turns: collections.deque[Hashable] = collections.deque()  # round-robin order
@@ -277,6 +286,15 @@ class Scheduler:
             now = self._clock()
             state.runs_out = max(now, state.runs_out or now) + seconds
 
+    async def _stays_dry(self) -> bool:
+        """Whether no job is submitted for ``idle_after_s``."""
+        assert self._wakeup is not None
+        try:
+            await asyncio.wait_for(self._wakeup.wait(), self._idle_after_s)
+        except TimeoutError:
+            return True
+        return False
+
     async def _work(self) -> None:
         assert self._wakeup is not None
         loop = asyncio.get_running_loop()
@@ -285,6 +303,10 @@ class Scheduler:
             if job is None:
                 self._wakeup.clear()
                 if self.running == 0 and self.completed > self._completed_at_trim:
+                    if not await self._stays_dry():
+                        continue  # work arrived: serve it first
+                    if self.running or self.completed == self._completed_at_trim:
+                        continue  # another worker took a job, or trimmed, meanwhile
                     self._completed_at_trim = self.completed
                     self.trims += 1
                     self._trimming = True
