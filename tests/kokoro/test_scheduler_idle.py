@@ -5,6 +5,7 @@ freed memory is handed back once per burst, not before the queue has stayed dry 
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 
 import pytest
@@ -104,7 +105,7 @@ def test_work_that_comes_while_the_queue_is_briefly_dry_does_not_wait_for_the_tr
         scheduler.on_idle(lambda: ran.append("hook"))
         await scheduler.start()
         for job in range(5):  # each one a moment after the one before it ended
-            await scheduler.submit("s", lambda job=job: ran.append(job))
+            await scheduler.submit("s", functools.partial(ran.append, job))
             await asyncio.sleep(0.02)
         ran.append(("trims", scheduler.trims, scheduler.settled))
         ran.append(("trims", await trims_reach(scheduler, 1)))
