@@ -19,7 +19,10 @@ The agent answer's first eight sentences (bench/throughput.py), medians of ``--r
 * ``encode_s``: encoding the paragraph's audio to mp3 and to pcm in 100 ms chunks (StreamEncoder);
 * ``decoder_weight_norm_s`` (torch): what kokoro's weight-norm hooks add to every decoder call
   (``g * v / ||v||`` over the decoder's ``decoder_weight_norm_layers`` layers), as the loop's
-  KModel pays it; the engine computes those weights once at load (torch_fused.fold_weight_norm);
+  KModel pays it; the engine computes those weights once at load (torch_inference.fold_weight_norm);
+* ``istft_complex_exp_s`` against ``istft_polar_s`` (torch): the vocoder's inverse STFT over the
+  paragraph's first chunk, as kokoro's TorchSTFT builds its spectrum (``magnitude * exp(phase * 1j)``)
+  and as the engine does (torch_inference.PolarSTFT: ``torch.polar``), by turns, median of 5 each;
 * ``decode_by_frames``: one decoder call over the paragraph's first chunk cut to 20, 40, ... frames
   (seconds, alone), and ``decode_cost`` the cost pace.fit_cost fits to them: what a call costs
   whatever its frames, and per frame (sizing.Cost's overhead and pace).
@@ -161,6 +164,7 @@ async def _speech(sides: Sides) -> dict[str, Any]:
             "window_model_s": [round(w["model_s"], 4) for w in windows], "window_frames": list(sides.engine.decoded)}
 
 
+SAMPLES_PER_FRAME = 600  # 24 kHz audio per 25 ms frame, both engines
 WINDOW_SIZES = (20, 40, 80, 120, 160, 240, 320, 480)  # pace.FIT_LEAST sizes at least
 
 
@@ -190,6 +194,29 @@ def weight_norm_cost(sides: Sides) -> dict[str, Any]:
     with torch.inference_mode():
         seconds = _timed(lambda: [hook.compute_weight(module) for module, hook in hooks])[0]
     return {"decoder_weight_norm_s": seconds, "decoder_weight_norm_layers": len(hooks)}
+
+
+def istft_cost(sides: Sides, frames: int) -> dict[str, Any]:
+    """torch: the inverse STFT of ``frames`` frames' spectrum, kokoro's form against the engine's."""
+    if sides.engine.name != "torch":
+        return {}
+    import torch
+    from kokoro.istftnet import TorchSTFT
+
+    from kokoro_server.engines.torch_inference import PolarSTFT
+
+    config = sides.model.config["istftnet"]
+    n_fft, hop = config["gen_istft_n_fft"], config["gen_istft_hop_size"]
+    bins, steps = n_fft // 2 + 1, frames * SAMPLES_PER_FRAME // hop + 1
+    forms = {"istft_complex_exp_s": TorchSTFT(n_fft, hop, n_fft), "istft_polar_s": PolarSTFT(n_fft, hop, n_fft)}
+    torch.manual_seed(0)  # what the generator feeds it: exp() and sin() of its last convolution
+    magnitude, phase = torch.exp(torch.randn(1, bins, steps)), torch.sin(torch.randn(1, bins, steps))
+    times: dict[str, list[float]] = {name: [] for name in forms}
+    with torch.inference_mode():
+        for _ in range(5):
+            for name, form in forms.items():
+                times[name].append(_timed(partial(form.inverse, magnitude, phase))[0])
+    return {name: statistics.median(seconds) for name, seconds in times.items()}
 
 
 def encode_costs(seconds: float) -> dict[str, float]:
@@ -225,6 +252,7 @@ def profile(sides: Sides) -> dict[str, Any]:
             # paired within the round, as engine_vs_loop's ratios: the host's speed moves between rounds
             "speech_model_over_chunks": speech["model_s"] / alone_s,
             **encode_costs(speech["audio_s"]), **weight_norm_cost(sides), **decode_by_frames(sides),
+            **istft_cost(sides, chunks[0]["frames"]),
             "per_chunk": chunks}
 
 

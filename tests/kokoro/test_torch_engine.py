@@ -20,7 +20,7 @@ from kokoro_server.engines.torch_engine import (
     build_kmodel,
     load_checkpoint_strictly,
 )
-from kokoro_server.engines.torch_fused import fold_weight_norm, fuse_for_inference
+from kokoro_server.engines.torch_inference import fold_weight_norm
 from kokoro_server.model_dir import ModelDir, ModelDirError, open_model_dir, style_for
 
 pytestmark = [pytest.mark.kokoro, pytest.mark.real_model]
@@ -132,14 +132,10 @@ def _kokoros_own(model: ModelDir) -> torch.nn.Module:
 
 def _render(model: ModelDir, phonemes: str, *other_seeds: int) -> tuple[np.ndarray, list[np.ndarray]]:
     """The same phonemes through the engine, and through kokoro's KModel.forward seeded as the
-    engine seeds them, then seeded with each of ``other_seeds``. KModel runs the engine's fused
-    layers too (torch_fused.py, which test_torch_fused.py holds to kokoro's own): what is compared
-    here is the engine's front, source and windows against KModel's forward."""
+    engine seeds them, then seeded with each of ``other_seeds``."""
     style = style_for(model.voices["af_heart"], phonemes)
     ours = load_engine(model).synthesize(phonemes, style, 1.0).audio
     kmodel = _kokoros_own(model)  # built before seeding: building draws random weights
-    swapped = fuse_for_inference(kmodel)
-    assert swapped.adain and swapped.istft
     theirs = []
     for seed in (_seed(phonemes, 1.0), *other_seeds):
         torch.manual_seed(seed)
@@ -154,10 +150,10 @@ PHONEMES = "ðɪs ɪz ɐ lˈɔŋɡɚ tˈɛst sˈɛntəns, sˈoʊ ɪt hɐz sˈɛv
 def test_without_its_noise_the_engine_speaks_every_sample_as_kokoros_own_kmodel_does(
     tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Its own front and the harmonic source made once per chunk change no sample of what KModel's
-    forward says, seeded alike, once the vocoder's Gaussian excitation noise is silenced on both
-    sides (the source draws it merged, as test_the_merged_source_noise_has_kokoros_distribution
-    shows)."""
+    """Its own front, the harmonic source made once per chunk and its rewritten layers
+    (torch_inference.py) change no sample of what KModel's forward (weight-norm hooks and all)
+    says, seeded alike, once the vocoder's Gaussian excitation noise is silenced on both sides (the
+    source draws it merged, as test_the_merged_source_noise_has_kokoros_distribution shows)."""
     monkeypatch.setattr(torch, "randn_like", torch.zeros_like)
     ours, (theirs,) = _render(open_model_dir(tiny_model), PHONEMES)
     np.testing.assert_array_equal(ours, theirs)

@@ -32,7 +32,7 @@ from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
-from .torch_fused import fuse_for_inference
+from .torch_inference import for_inference
 from .windows import Decoding
 
 R = TypeVar("R")
@@ -203,7 +203,7 @@ class TorchEngine:
             torch.set_flush_denormal(True)  # denormals in the vocoder cost 30-50% on CPU (a thread's own setting)
         kmodel = build_kmodel(model.config)
         load_checkpoint_strictly(kmodel, model.weights)
-        fuse_for_inference(kmodel)  # the same functions in fewer passes (torch_fused.py)
+        for_inference(kmodel)  # the same function, less work per call (torch_inference.py)
         kmodel = kmodel.to(self.device).eval()
         return kmodel, SharedSource.install(kmodel.decoder.generator)
 
