@@ -3,8 +3,8 @@
 glibc's malloc keeps freed blocks in its arenas (one per thread that allocated) for reuse, so a
 server that just voiced many sessions at once stays at its peak resident size while idle, and
 the peak creeps as tensors of new shapes fragment the arenas. ``malloc_trim(0)`` releases the
-free pages of every arena. The scheduler calls it when the model goes idle after work
-(scheduler.py), so an idle container's resident size is what it uses, not its history; a leak
+free pages of every arena. The scheduler calls it once the model has stayed idle a moment after
+work (scheduler.py), so an idle container's resident size is what it uses, not its history; a leak
 still shows. Elsewhere than glibc (musl, macOS) it does nothing.
 """
 

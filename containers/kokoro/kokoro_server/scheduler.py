@@ -167,8 +167,9 @@ class Scheduler:
         return future
 
     def on_idle(self, hook: Callable[[], None]) -> None:
-        """Run ``hook`` in the worker thread each time the queue runs dry after work (before the
-        memory trim); a job queued meanwhile waits for it, so it must be short."""
+        """Run ``hook`` in the worker thread each time the queue has stayed dry ``idle_after_s``
+        after work (before the memory trim); a job queued meanwhile waits for it, so it must be
+        short."""
         self._idle_hooks.append(hook)
 
     def cancel_owner(self, owner: Hashable) -> int:
