@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     theirs: subprocess.Popen[bytes] | None = None
     began = time.monotonic()
     try:
-        ours.start()
+        started = ours.start()  # /diagnostics: the decoder cost it fitted at warm-up
         theirs, theirs_url = start_theirs(args.kokoro_fastapi, args.model_dir, args.out.with_suffix(".theirs.log"))
         assert ours.process is not None
         runs = asyncio.run(measure({"ours": ours.url, "theirs": theirs_url},
@@ -233,6 +233,7 @@ def main(argv: list[str] | None = None) -> int:
         if (args.kokoro_fastapi / "VERSION").exists() else "unknown",
         "model_dir": args.model_dir.name, "voice": args.voice, "cpus": os.cpu_count(),
         "machine": platform.machine(), "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "ours_cost_at_start": {key: started.get(key) for key in ("decoder_pace", "decoder_overhead_s")},
         "seconds": round(time.monotonic() - began, 1), **summarize(runs), "runs": runs,
     }
     args.out.write_text(json.dumps(record, indent=1) + "\n")
