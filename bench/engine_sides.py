@@ -50,7 +50,7 @@ class Counted:
     their context twice, and under load the sizer may cut many (``decoded_per_heard``)."""
 
     def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+        self.engine = engine  # the one counted: what a profile times part by part
         self.name, self.device = engine.name, engine.device
         self.decoded: list[int] = []  # frames of each decoder call since the last reset, in order
 
@@ -66,7 +66,7 @@ class Counted:
         self.decoded = []
 
     def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
-        decoding = self._engine.begin(phonemes, style, speed, halt=halt)
+        decoding = self.engine.begin(phonemes, style, speed, halt=halt)
         decode = decoding.decode
 
         def counted(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:

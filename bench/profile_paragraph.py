@@ -80,7 +80,7 @@ def chunk_costs(sides: Sides) -> dict[str, Any]:
             row: dict[str, Any] = {"frames": decoding.frames, "begin_s": begin_s,
                                    "windows_alone": [w.hi - w.lo for w in spans]}
             row["one_shot_decode_s"], _ = _timed(partial(decoding.decode, 0, decoding.frames))
-            row.update(_source_costs(engine, phonemes, style, spans))
+            row.update(_source_costs(engine.engine, phonemes, style, spans))  # its parts: the engine Counted wraps
             row["front_s"] = max(0.0, begin_s - row.get("source_once_s", 0.0))
             rows.append(row)
     return {"g2p_s": g2p_s, "chunks": rows}
