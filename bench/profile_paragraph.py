@@ -164,7 +164,6 @@ async def _speech(sides: Sides) -> dict[str, Any]:
             "window_model_s": [round(w["model_s"], 4) for w in windows], "window_frames": list(sides.engine.decoded)}
 
 
-SAMPLES_PER_FRAME = 600  # 24 kHz audio per 25 ms frame, both engines
 WINDOW_SIZES = (20, 40, 80, 120, 160, 240, 320, 480)  # pace.FIT_LEAST sizes at least
 
 
@@ -204,10 +203,13 @@ def istft_cost(sides: Sides, frames: int) -> dict[str, Any]:
     from kokoro.istftnet import TorchSTFT
 
     from kokoro_server.engines.torch_inference import PolarSTFT
+    from kokoro_server.engines.windows import FRAME_S
+    from voicestream.protocol import NATIVE_SAMPLE_RATE
 
     config = sides.model.config["istftnet"]
     n_fft, hop = config["gen_istft_n_fft"], config["gen_istft_hop_size"]
-    bins, steps = n_fft // 2 + 1, frames * SAMPLES_PER_FRAME // hop + 1
+    samples = frames * round(FRAME_S * NATIVE_SAMPLE_RATE)
+    bins, steps = n_fft // 2 + 1, samples // hop + 1
     forms = {"istft_complex_exp_s": TorchSTFT(n_fft, hop, n_fft), "istft_polar_s": PolarSTFT(n_fft, hop, n_fft)}
     torch.manual_seed(0)  # what the generator feeds it: exp() and sin() of its last convolution
     magnitude, phase = torch.exp(torch.randn(1, bins, steps)), torch.sin(torch.randn(1, bins, steps))

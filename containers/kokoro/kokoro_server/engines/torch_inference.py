@@ -33,8 +33,9 @@ def for_inference(model: torch.nn.Module) -> Rewritten:
 def fold_weight_norm(model: torch.nn.Module) -> int:
     """Compute each weight-normed layer's weight once: kokoro builds its layers with
     ``weight_norm``, whose hook recomputes ``g * v / ||v||`` before every forward call: on the CPU
-    0.058 s a decoder call (bench/results/profile-torch.json, ``decoder_weight_norm_s``), paid once
-    per window. Returns how many layers were folded."""
+    0.03-0.06 s a decoder call on the tiny model (bench/results/profile-torch.json,
+    ``decoder_weight_norm_s``, and the runs docs/throughput.md quotes), paid once per window.
+    Returns how many layers were folded."""
     folded = 0
     for module in model.modules():
         names = [hook.name for hook in module._forward_pre_hooks.values() if isinstance(hook, WeightNorm)]
