@@ -165,9 +165,18 @@ def codec_quality(record: Results) -> list[str]:
 
 
 def _plan(plan: Results, default: Results) -> str:
-    label = f"first {plan['first']}, x{plan['growth']:g}, context {plan['context']}, crossfade {plan['crossfade']}"
+    label = (f"first {plan['first']}, x{plan['growth']:g}, vocoder context {plan['context']}, "
+             f"crossfade {plan['crossfade']}")
     same = all(plan.get(k) == v for k, v in default.items())
     return label + (" (default)" if same else "")
+
+
+def _parts(sentence: Results) -> str:
+    parts = sentence.get("decoder_parts")
+    if not parts:
+        return ""
+    return (f" One shot, the decoder's body took {num(parts['body_s'])} s and the vocoder {num(parts['vocoder_s'])} s "
+            f"({num(parts['vocoder_share'])} of the decoder).")
 
 
 def windowing(record: Results) -> list[str]:
@@ -176,7 +185,7 @@ def windowing(record: Results) -> list[str]:
         lines += [
             f"**{name}** ({s['frames']} frames): one shot WER {num(s['one_shot_wer'])}, largest sample jump "
             f"{num(s['one_shot_jump_max'])}; the model's own variation {num(s['variation_one_frame_less_db'])} dB "
-            f"(one frame less) and {num(s['variation_style_row_db'])} dB (neighbouring style row).",
+            f"(one frame less) and {num(s['variation_style_row_db'])} dB (neighbouring style row).{_parts(s)}",
             "",
             "| plan | windows (frames) | log-mel dB from one shot | PESQ wb | seam jump | WER | stall ms |",
             "|---|---|---|---|---|---|---|",

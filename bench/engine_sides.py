@@ -66,12 +66,14 @@ class Counted:
         self.decoded = []
 
     def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
+        from kokoro_server.engines.windows import FEATURE_CONTEXT
+
         decoding = self.engine.begin(phonemes, style, speed, halt=halt)
         decode = decoding.decode
 
-        def counted(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
+        def counted(lo: int, hi: int, halt: Halt | None = None, *, reach: int = FEATURE_CONTEXT) -> np.ndarray:
             self.decoded.append(hi - lo)
-            return decode(lo, hi, halt)
+            return decode(lo, hi, halt, reach=reach)
 
         decoding.decode = counted
         return decoding

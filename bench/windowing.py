@@ -51,10 +51,13 @@ SENTENCES = {
                  "mirrors and fish tanks all soak up the signal before it ever reaches the rooms where you "
                  "need it most."),
 }
-# (first, growth, largest, context, crossfade) in frames of 25 ms; the first is the default
-PLANS = [(20, 4.0, 480, 20, 8), (20, 2.0, 480, 20, 8), (20, 3.0, 480, 20, 8), (20, 6.0, 480, 20, 8),
-         (20, 4.0, 480, 40, 8), (20, 4.0, 480, 10, 4), (20, 4.0, 480, 20, 16), (16, 4.0, 480, 20, 8),
-         (30, 3.0, 480, 30, 8), (20, 1.0, 160, 20, 8)]
+# (first, growth, largest, context, crossfade) in frames of 25 ms; the first is the default. The
+# context is the vocoder's (windows.py; the body sees FEATURE_CONTEXT around it in every plan);
+# the second plan renders the body's whole context through the vocoder too, as windows did before
+# the decoder was cut in two (20 frames before a window, its crossfade and 20 after).
+PLANS = [(20, 4.0, 480, 6, 8), (20, 4.0, 480, 20, 8), (20, 4.0, 480, 2, 8), (20, 4.0, 480, 4, 8),
+         (20, 4.0, 480, 10, 8), (20, 2.0, 480, 6, 8), (20, 6.0, 480, 6, 8), (20, 4.0, 480, 6, 4),
+         (20, 4.0, 480, 6, 16), (16, 4.0, 480, 6, 8), (20, 1.0, 160, 6, 8)]
 QUICK_PLANS = PLANS[:2]
 
 
@@ -66,7 +69,7 @@ class Shape:
     first: int = 20
     growth: float = 4.0
     largest: int = 480
-    context: int = 20
+    context: int = 6
     crossfade: int = 8
 
     def next_size(self, decoding: Decoding, queued_s: float) -> int:
@@ -151,7 +154,7 @@ def attribution(model: ModelDir, phonemizer: Phonemizer, int8: Engine, labels: l
         reference = whole.rest()
         quantized = int8.synthesize(phonemes, style, 1.0).audio
         neighbour = engine.synthesize(phonemes, pack[max(len(phonemes) - 2, 0)], 1.0).audio
-        shorter = whole.decode(0, whole.frames - 1)
+        shorter = whole.decode(0, whole.frames - 1, reach=0)
         windowed = np.concatenate(_decoded(reshaped(engine.begin(phonemes, style, 1.0), Shape()), Shape()))
         found[label] = {
             "int8_one_shot_db": round(log_mel_distance(reference, quantized), 3),
@@ -163,6 +166,33 @@ def attribution(model: ModelDir, phonemizer: Phonemizer, int8: Engine, labels: l
         }
         print(label, "float decoder", found[label], flush=True)
     return found
+
+
+def vocoder_share(engine: Any, phonemes: str, style: np.ndarray, *, rounds: int = 3) -> dict[str, float] | None:
+    """The onnx engine's decoder body and vocoder (onnx_split.py) timed apart over one sentence in
+    one shot, best of ``rounds``: what context costs in each; None for a graph not cut in two."""
+    from kokoro_server.engines.onnx_split import BODY, ENERGY, F0, FEATURES, SOURCE
+
+    split = getattr(engine, "_split", None)
+    if split is None or engine._body is None:
+        return None
+    feeds = engine._feeds(phonemes, style, 1.0)
+    features, f0, energy = engine._run(engine._front, list(split.front_outputs), feeds)[:3]
+    (source,) = engine._run(engine._source, [SOURCE], {F0: f0})
+    style_in = np.asarray(style, dtype=np.float32).reshape(1, -1)
+    body_feeds = {FEATURES: features, F0: f0, ENERGY: energy, split.style_input: style_in}
+    body_s, vocoder_s = [], []
+    for _ in range(rounds):
+        started = time.perf_counter()
+        (body,) = engine._run(engine._body, [BODY], body_feeds)
+        body_s.append(time.perf_counter() - started)
+        feeds = {BODY: body, F0: f0, split.style_input: style_in, SOURCE: source}
+        started = time.perf_counter()
+        engine._run(engine._vocoder, [split.audio_output], {k: feeds[k] for k in engine._vocoder_inputs})
+        vocoder_s.append(time.perf_counter() - started)
+    body_best, vocoder_best = min(body_s), min(vocoder_s)
+    return {"frames": int(features.shape[2]), "body_s": round(body_best, 4), "vocoder_s": round(vocoder_best, 4),
+            "vocoder_share": round(vocoder_best / (body_best + vocoder_best), 3)}
 
 
 def _decoded(decoding: Decoding, shape: Shape) -> list[np.ndarray]:
@@ -215,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
         reference = oneshot.rest()
         oneshot_ms = round((time.perf_counter() - started) * 1000)
         neighbour = engine.synthesize(phonemes, pack[max(len(phonemes) - 2, 0)], 1.0).audio
-        shorter = oneshot.decode(0, oneshot.frames - 1)
+        shorter = oneshot.decode(0, oneshot.frames - 1, reach=0)
         d = jumps(reference)
         entry = {
             "text": text, "frames": oneshot.frames, "audio_s": round(reference.size / 24_000, 2),
@@ -239,6 +269,7 @@ def main(argv: list[str] | None = None) -> int:
         entry["paced"] = {"pace": round(pace, 4),
                           **measure_plan(engine, phonemes, style, reference, Shape(), text, next_size=served)}
         print(label, "paced", entry["paced"], flush=True)
+        entry["decoder_parts"] = vocoder_share(engine, phonemes, style)
         default = rows[0]
         entry["default_over_style_row"] = round(default["log_mel_db"] / entry["variation_style_row_db"], 2)
         result["sentences"][label] = entry

@@ -166,7 +166,7 @@ def test_a_barge_in_halts_the_window_on_the_model() -> None:
             decoding = real_begin(phonemes, style, speed, halt=halt)
             decode = decoding.decode
 
-            def traced(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
+            def traced(lo: int, hi: int, halt: Halt | None = None, **_: object) -> np.ndarray:
                 if calls.count("decoded") == 1 and not second_window.is_set():  # the long answer's 2nd window
                     second_window.set()
                     assert cancelled.wait(60), "the test never cancelled"

@@ -69,7 +69,7 @@ class _SlowEngine:
     name, device = "slow", "cpu"
 
     def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: object = None) -> Decoding:
-        def decode(lo: int, hi: int, halt: object = None) -> np.ndarray:
+        def decode(lo: int, hi: int, halt: object = None, **_: object) -> np.ndarray:
             time.sleep(self.OVERHEAD_S + (hi - lo) * self.PER_FRAME_S)
             return np.zeros((hi - lo) * 600, np.float32)
         return Decoding(frames=len(phonemes), decode=decode)

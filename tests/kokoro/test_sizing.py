@@ -33,59 +33,59 @@ TABLE = [
     ("1+7: up to largest (30 s of audio)", Situation(left=2000, queued_s=0, cost=Cost()), CPU, 1200, 0),
     ("2: a 6-word sentence the tiny model decodes in 0.14 s is one window",
      Situation(left=80, queued_s=0, cost=TINY), CPU, 80, 0),
-    ("4: a 35-word sentence on the tiny model: 31 frames first, the rest then covered",
-     Situation(left=400, queued_s=0, cost=TINY), CPU, 31, 0),
-    ("4: on onnx the same sentence: 131 frames (2.3 s of waiting) save more decoding than they cost",
-     Situation(left=400, queued_s=0, cost=ONNX), CPU, 131, 0),
-    ("4: a 6-word sentence on onnx: splitting saves no wait worth its context: one window",
-     Situation(left=80, queued_s=0, cost=ONNX), CPU, 80, 0),
-    ("5: 1.3 s queued covers 0.91 s of decoding: 60 frames, 40 of them context",
-     Situation(left=348, queued_s=1.3, cost=ONNX, started=True), CPU, 20, 60),
-    ("5: 4 s queued: 2.8 s of decoding, 186 frames less context (a joined job: 7's 160)",
-     Situation(left=300, queued_s=4.0, cost=ONNX, started=True), CPU, 146, 160),
+    ("4: a 35-word sentence on the tiny model: 29 frames first, the rest then covered",
+     Situation(left=400, queued_s=0, cost=TINY), CPU, 29, 0),
+    ("4: on onnx the same sentence: 77 frames first (1.4 s of waiting) save more decoding than they cost",
+     Situation(left=400, queued_s=0, cost=ONNX), CPU, 77, 0),
+    ("4: a 6-word sentence on onnx: 38 frames first, audio 0.42 s sooner for 0.3 s more decoding (a seam's 20)",
+     Situation(left=80, queued_s=0, cost=ONNX), CPU, 38, 0),
+    ("5: 1.3 s queued covers 0.91 s of decoding: 60 frames, 20 of them context",
+     Situation(left=348, queued_s=1.3, cost=ONNX, started=True), CPU, 40, 60),
+    ("5+7: 4 s queued covers 2.8 s of decoding, but 2 s holds 133 frames, 113 besides context (a joined job: 133)",
+     Situation(left=300, queued_s=4.0, cost=ONNX, started=True), CPU, 113, 133),
     ("3: the rest decodes within the queue: one window, no context twice",
-     Situation(left=100, queued_s=4.0, cost=ONNX, started=True), CPU, 100, 160),
+     Situation(left=100, queued_s=4.0, cost=ONNX, started=True), CPU, 100, 133),
     ("5+7: a queue that covers no useful window: the decoder is behind, the most 7 allows",
-     Situation(left=600, queued_s=0.3, cost=ONNX, started=True), CPU, 160, 14),
+     Situation(left=600, queued_s=0.3, cost=ONNX, started=True), CPU, 113, 14),
     ("3: a sentence spoken while 5 s of audio plays is one window (exactly one shot)",
      Situation(left=200, queued_s=5.0, cost=TINY), CPU, 200, 1200),
-    ("5+7: 5 s queued covers 193 frames, but 2 s of decoding holds 133, under the floor of 6: 160",
-     Situation(left=400, queued_s=5.0, cost=ONNX, started=True), CPU, 160, 160),
-    ("3+7: a 200-frame sentence: the 40 frames the bound would leave are not worth a call: one window",
-     Situation(left=200, queued_s=5.0, cost=ONNX), CPU, 200, 160),
-    ("6: another listener with 1 s queued: a window decodes in 0.7 of it, 528 frames, 40 of them context",
-     Situation(left=1000, queued_s=30.0, cost=TINY, started=True, others_s=1.0), CPU, 488, 528),
-    ("6: one with nothing queued: no window under 160 frames besides context (1/5 of it unheard), this one's "
-     "neither (rule 5 alone: 146)", Situation(left=300, queued_s=4.0, cost=ONNX, started=True, others_s=0.0), CPU,
-     160, 160),
-    ("6: 1 s queued, the other 2 s (0.7 of it within the floor): not rule 4's 54 frames, mostly context, but 160",
-     Situation(left=400, queued_s=1.0, cost=Cost(pace=0.35), others_s=2.0), CPU, 160, 80),
-    ("6: the same with 5 s queued for the other, who can spare the context: rule 4's 54 frames",
-     Situation(left=400, queued_s=1.0, cost=Cost(pace=0.35), others_s=5.0), CPU, 54, 80),
-    ("6: a listener whose audio ran dry while another has work: its next sentence whole, not rule 4's 67 frames",
-     Situation(left=179, queued_s=0, cost=Cost(pace=0.35), ran_dry=True, others_s=0.0), CPU, 179, 0),
+    ("5+7: 5 s queued covers 213 frames, but 2 s of decoding holds 133, 113 besides context",
+     Situation(left=400, queued_s=5.0, cost=ONNX, started=True), CPU, 113, 133),
+    ("3+7: a 180-frame sentence: the 67 frames the bound would leave are not worth a call (80): one window",
+     Situation(left=180, queued_s=5.0, cost=ONNX), CPU, 180, 133),
+    ("6: another listener with 1 s queued: a window decodes in 0.7 of it, 528 frames, 20 of them context",
+     Situation(left=1000, queued_s=30.0, cost=TINY, started=True, others_s=1.0), CPU, 508, 528),
+    ("6: one with nothing queued: no window under 80 frames besides context (1/5 of it unheard), this one's "
+     "neither (rules 5 and 7 alone: 113)",
+     Situation(left=300, queued_s=4.0, cost=ONNX, started=True, others_s=0.0), CPU, 80, 100),
+    ("6: 1 s queued, the other 1.2 s (0.7 of it within the floor): not rule 4's 36 frames, mostly context, but 80",
+     Situation(left=400, queued_s=1.0, cost=Cost(pace=0.35), others_s=1.2), CPU, 80, 80),
+    ("6: the same with 5 s queued for the other, who can spare the context: rule 4's 36 frames",
+     Situation(left=400, queued_s=1.0, cost=Cost(pace=0.35), others_s=5.0), CPU, 36, 80),
+    ("6: a listener whose audio ran dry while another has work: its next sentence whole, not rule 4's 28 frames",
+     Situation(left=150, queued_s=0, cost=Cost(pace=0.35), ran_dry=True, others_s=0.0), CPU, 150, 0),
     ("4: a newcomer while another has work: its first window is still rule 4's trade",
-     Situation(left=179, queued_s=0, cost=Cost(pace=0.35), others_s=0.0), CPU, 67, 0),
+     Situation(left=179, queued_s=0, cost=Cost(pace=0.35), others_s=0.0), CPU, 32, 0),
     ("4: a listener run dry with the decoder to itself: rule 4's trade",
-     Situation(left=179, queued_s=0, cost=Cost(pace=0.35), ran_dry=True), CPU, 67, 0),
-    ("6: the floor counts the call's fixed cost too: 4x (40 context + 32 frames' worth of 0.04 s)",
-     Situation(left=1000, queued_s=30.0, cost=TINY, started=True, others_s=0.0), CPU, 288, 328),
+     Situation(left=150, queued_s=0, cost=Cost(pace=0.35), ran_dry=True), CPU, 28, 0),
+    ("6: the floor counts the call's fixed cost too: 4x (20 context + 32 frames' worth of 0.04 s)",
+     Situation(left=1000, queued_s=30.0, cost=TINY, started=True, others_s=0.0), CPU, 208, 228),
     ("6: another listener with 10 s queued holds nothing back",
      Situation(left=300, queued_s=10.0, cost=TINY, started=True, others_s=10.0), CPU, 300, 1200),
     ("2: on a GPU a 10 s sentence is one window", Situation(left=400, queued_s=0, cost=FAST), GPU, 400, 0),
     ("4: on a GPU a 20 s chunk still starts small", Situation(left=800, queued_s=0, cost=FAST), GPU, 20, 0),
     ("3: then its 0.5 s covers the rest",
      Situation(left=780, queued_s=0.5, cost=FAST, started=True), GPU, 780, 893),
-    ("6: on a GPU the floor is 4x (40 + 40 frames' worth), 320, and the 80 it would leave are not worth a "
+    ("6: on a GPU the floor is 4x (20 + 40 frames' worth), 240, and the 160 it would leave are not worth a "
      "call: a newcomer waits 0.17 s", Situation(left=400, queued_s=3.0, cost=FAST, started=True, others_s=0.0),
-     GPU, 400, 360),
+     GPU, 400, 260),
     ("7: never more than largest", Situation(left=2000, queued_s=60.0, cost=FAST, started=True), GPU, 1200, 1200),
     ("3+7: the tiny model decodes 1528 frames in 2 s: a 35-word sentence's rest is one window",
      Situation(left=645, queued_s=1.25, cost=TINY, started=True), CPU, 645, 668),
-    ("7: onnx on a quiet host (pace 0.35) decodes 228 frames in 2 s: 188 with context both sides",
-     Situation(left=2000, queued_s=60.0, cost=Cost(pace=0.35), started=True), CPU, 188, 228),
-    ("7: at pace 0.6 2 s is 133 frames, less than the floor of 6: 160",
-     Situation(left=2000, queued_s=60.0, cost=ONNX, started=True), CPU, 160, 160),
+    ("7: onnx on a quiet host (pace 0.35) decodes 228 frames in 2 s: 208 with context both sides",
+     Situation(left=2000, queued_s=60.0, cost=Cost(pace=0.35), started=True), CPU, 208, 228),
+    ("7: at pace 0.6 2 s is 133 frames, 113 besides context (above the floor of 6: 80)",
+     Situation(left=2000, queued_s=60.0, cost=ONNX, started=True), CPU, 113, 133),
 ]
 
 
@@ -108,11 +108,11 @@ def test_a_chunks_windows_cover_it_once_and_none_is_a_sliver(left: int, cost: Co
 
 
 @pytest.mark.parametrize(("cost", "frames", "sizes"), [
-    (Cost(pace=0.42), 192, [80, 112]),  # onnx on a quiet host: the old planner's windows for this chunk
-    (Cost(pace=0.42), 400, [120, 280]),  # 2 s of decoding holds 150 frames: the floor, 160, and the rest joins
-    (TINY, 400, [31, 369]),
-    (TINY, 688, [50, 638]),  # a 35-word sentence: 20x faster, a window may hold 1200 frames
-    (FAST, 1000, [23, 977]),  # a 25 s chunk on a GPU: a first window, then the rest
+    (Cost(pace=0.42), 192, [42, 50, 100]),  # onnx on a quiet host: each window what the queue before it covers
+    (Cost(pace=0.42), 400, [45, 55, 94, 206]),  # 2 s holds 170 besides context: the 36 it would leave join
+    (TINY, 400, [29, 371]),
+    (TINY, 688, [49, 639]),  # a 35-word sentence: 20x faster, a window may hold 1200 frames
+    (FAST, 1000, [22, 978]),  # a 25 s chunk on a GPU: a first window, then the rest
 ])
 def test_alone_a_chunk_starts_small_and_then_grows(cost: Cost, frames: int, sizes: list[int]) -> None:
     assert sizes_alone(frames, Sizer(profile_for("cuda" if cost is FAST else "cpu")), cost) == sizes
@@ -147,7 +147,7 @@ def _late_s(answer: tuple[int, ...], *, real: float, planned: float) -> float:
             queued = 0.0 if runs_out is None else max(0.0, runs_out - clock)
             size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
             end = min(frames, done + size)
-            decoded = (CPU.context if done else 0) + (end - done) + (CPU.context if end < frames else 0)
+            decoded = (CPU.context_before if done else 0) + (end - done) + (CPU.context_after if end < frames else 0)
             clock += decoded * frame * real
             if runs_out is None:
                 runs_out = clock + 0.08  # the page starts the first chunk 80 ms on (LEAD_S)

@@ -124,8 +124,8 @@ def test_a_joined_job_holds_the_engine_longer_only_while_every_other_listener_ha
     # 2 s a window may hold the decoder 1600, largest 1200
     assert job_frames(tiny, pace=0.05, other_queued_s=None) == 1200  # alone
     assert job_frames(tiny, pace=0.05, other_queued_s=30.0) == 1200  # the other far ahead
-    # a newcomer waits: the least window rule 6 allows, 160 frames and 40 of context (0.25 s)
-    assert job_frames(tiny, pace=0.05, other_queued_s=0.0) == 200
+    # a newcomer waits: the least window rule 6 allows, 80 frames and 20 of context (0.125 s)
+    assert job_frames(tiny, pace=0.05, other_queued_s=0.0) == 100
     assert job_frames(tiny, pace=0.05, other_queued_s=0.5) == 280  # 0.7 of its 0.5 s: 0.35 s
     assert job_frames(tiny, pace=0.0, other_queued_s=30.0) == 0  # a free decoder: every chunk is one window
 

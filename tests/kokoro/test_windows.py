@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kokoro_server.engines.windows import CONTEXT, CROSSFADE, Decoding, window
+from kokoro_server.engines.windows import CONTEXT, CROSSFADE, FEATURE_CONTEXT, Decoding, feature_span, window
 
 pytestmark = pytest.mark.kokoro
 
@@ -45,8 +45,8 @@ def test_windows_cover_every_frame_once_in_order_with_context_and_crossfade(size
     assert all(a.end == b.start for a, b in zip(windows, windows[1:]))
     for w in windows:
         assert w.lo == max(0, w.start - CONTEXT)
-        assert w.hi == (frames if w is windows[-1] else min(frames, w.end + CONTEXT))
-        assert w.tail == (0 if w is windows[-1] else CROSSFADE)
+        assert w.tail == (0 if w is windows[-1] else min(CROSSFADE, frames - w.end))
+        assert w.hi == (frames if w is windows[-1] else min(frames, w.end + w.tail + CONTEXT))
     assert calls == [(w.lo, w.hi) for w in windows]  # each window decoded once, in order
 
 
@@ -67,7 +67,7 @@ def test_a_seam_between_different_renders_is_a_smooth_blend() -> None:
     """Two windows that disagree (a constant 0 then 1) meet through a monotonic ramp, no step."""
     frames = 60
     decoding = Decoding(frames=frames, context=8, crossfade=8,
-                        decode=lambda lo, hi, halt=None: np.full((hi - lo) * PER_FRAME, float(lo > 0), np.float32))
+                        decode=lambda lo, hi, halt=None, **_: np.full((hi - lo) * PER_FRAME, float(lo > 0), np.float32))
     audio = np.concatenate([decoding.step(20), decoding.step(20), decoding.step(20)])
     assert audio.size == frames * PER_FRAME
     seam = audio[20 * PER_FRAME:28 * PER_FRAME]
@@ -81,14 +81,23 @@ def test_rest_is_one_window_and_bad_shapes_are_refused() -> None:
     decoding = Decoding(frames=100, decode=_frame_exact_decoder(signal, calls))
     parts = [decoding.step(30), decoding.rest()]
     np.testing.assert_allclose(np.concatenate(parts), signal, atol=1e-3)
-    assert calls == [(0, 50), (10, 100)] and decoding.done and decoding.rest().size == 0
+    assert calls == [(0, 30 + CROSSFADE + CONTEXT), (30 - CONTEXT, 100)] and decoding.done and decoding.rest().size == 0
     assert window(0, 500, 100) == window(0, 100, 100)  # a window never passes the chunk's end
     with pytest.raises(ValueError, match="own"):
         Decoding(frames=10, decode=_frame_exact_decoder(signal, [])).step(0)
     with pytest.raises(ValueError, match="crossfade"):
-        Decoding(frames=10, decode=_frame_exact_decoder(signal, []), context=4, crossfade=8)
+        Decoding(frames=10, decode=_frame_exact_decoder(signal, []), context=4, crossfade=-1)
     with pytest.raises(ValueError, match="frames"):
         Decoding(frames=0, decode=_frame_exact_decoder(signal, []))
+
+
+def test_the_features_around_a_render_reach_past_its_context_within_the_chunk() -> None:
+    """The decoder's body sees FEATURE_CONTEXT frames around what is rendered, clipped at the ends."""
+    assert FEATURE_CONTEXT > CONTEXT + CROSSFADE  # the body reaches further than the vocoder
+    assert feature_span(0, 30, 100) == (0, 30 + FEATURE_CONTEXT)
+    assert feature_span(40, 60, 100) == (40 - FEATURE_CONTEXT, 60 + FEATURE_CONTEXT)
+    assert feature_span(90, 100, 100) == (90 - FEATURE_CONTEXT, 100)
+    assert feature_span(0, 100, 100) == (0, 100)  # one shot: the whole chunk, nothing more
 
 
 def test_context_and_crossfade_are_the_ones_the_window_bench_measured_first() -> None:

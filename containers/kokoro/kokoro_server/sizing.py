@@ -2,10 +2,11 @@
 what a decoder call costs.
 
 The model runs one job at a time, and a job decodes one window of a chunk (a sentence's 25 ms
-frames), plus ``context`` frames on each side that are decoded and thrown away so the window's
-edges sound as in one pass. Larger windows cost less per frame (a call's fixed cost and its
-context are paid once per window) but hold the engine longer, and meanwhile this speech's
-listener, and every other listener with work queued, must have audio to hear. So:
+frames), plus context decoded and thrown away so the window's edges sound as in one pass
+(``context_before`` frames before it, ``context_after`` after it: engines/windows.py). Larger
+windows cost less per frame (a call's fixed cost and its context are paid once per window) but
+hold the engine longer, and meanwhile this speech's listener, and every other listener with work
+queued, must have audio to hear. So:
 
 1. **A free decoder** (no cost known: pace 0) decodes the rest of the chunk in one window.
 2. **A short chunk** whose listener has nothing queued yet is one window when all of it decodes
@@ -58,7 +59,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .engines.windows import CONTEXT, FRAME_S
+from .engines.windows import CONTEXT, CROSSFADE, FRAME_S
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -110,8 +111,15 @@ class Profile:
     4x (context + fixed cost) at 0.2. The window planner before the sizer held others to 160 frames
     (the same floor on the int8 onnx model); a floor of 1 s of decoding cut them to ~80 there and
     four paragraphs at once took 1.2x a loop's time (docs/throughput.md)."""
-    context: int = CONTEXT
-    """Frames decoded on each side of a window (windows.py): what a window's price includes."""
+    context_before: int = CONTEXT
+    """Frames rendered before a window that has one before it (windows.py): part of its price."""
+    context_after: int = CROSSFADE + CONTEXT
+    """Frames rendered after a window that is not its chunk's last (its crossfade tail and context)."""
+
+    @property
+    def seam(self) -> int:
+        """Frames a middle window renders beyond its own."""
+        return self.context_before + self.context_after
 
     def __post_init__(self) -> None:
         if self.first_frames < 1:
@@ -194,7 +202,7 @@ def next_window(situation: Situation, profile: Profile) -> int:
         raise ValueError(f"left: must be at least 1 frame, got {s.left}")
     if s.cost.pace <= 0:
         return _bounded(s.left, s.left, s.cost, p)  # 1: a free decoder
-    before = p.context if s.started else 0  # context decoded ahead of the window
+    before = p.context_before if s.started else 0  # context decoded ahead of the window
     rest_s = s.cost.decode_s(before + s.left)
     if s.queued_s <= 0 and not s.started and rest_s <= p.first_audio_s:
         return _bounded(s.left, s.left, s.cost, p)  # 2: a short chunk
@@ -207,8 +215,8 @@ def next_window(situation: Situation, profile: Profile) -> int:
     if s.others_s is not None:  # 6
         floor_s = _contended_floor_s(s.cost, p)
         allowed_s = max(p.headroom * s.others_s, floor_s)
-        if not _within(s.cost.decode_s(before + size + (p.context if size < s.left else 0)), allowed_s):
-            size = _covered(s.cost, allowed_s, before + p.context)
+        if not _within(s.cost.decode_s(before + size + (p.context_after if size < s.left else 0)), allowed_s):
+            size = _covered(s.cost, allowed_s, before + p.context_after)
         if allowed_s <= floor_s and (s.queued_s > 0 or s.ran_dry):  # no time to spare for context
             return _worth_its_context(_bounded(size, s.left, s.cost, p), s.left, s.cost, p)
     return _bounded(size, s.left, s.cost, p)  # 7
@@ -228,17 +236,19 @@ def job_frames(situation: Situation, profile: Profile) -> int:
     return min(_most(s.cost, p, context=0), _covered(s.cost, allowed_s, 0))
 
 
-def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, context: int = CONTEXT) -> list[int]:
+def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, profile: Profile | None = None) -> list[int]:
     """The windows one listener alone gets for a chunk of ``frames`` from a speech's start, its
     queue as a decoder at ``cost`` leaves it (playback from the first window): what the policy
-    does, without a model or a clock (benchmarks and tests read it)."""
+    does, without a model or a clock (benchmarks and tests read it). ``profile``: whose context
+    the windows decode (the default profile's)."""
+    p = profile or Profile()
     sizes: list[int] = []
     queued = 0.0
     while sum(sizes) < frames:
         done = sum(sizes)
         size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
         end = min(frames, done + size)
-        decoded = (context if done else 0) + (end - done) + (context if end < frames else 0)
+        decoded = (p.context_before if done else 0) + (end - done) + (p.context_after if end < frames else 0)
         queued = max(0.0, queued - cost.decode_s(decoded)) + (end - done) * FRAME_S
         sizes.append(end - done)
     return sizes
@@ -250,8 +260,8 @@ def _opening(left: int, queued_s: float, cost: Cost, p: Profile) -> int:
     listener already hearing audio never waits for it: its first window decodes within ``headroom``
     of the queue where any does."""
     best = (False, False, math.inf, p.first_frames)  # (no stall, keeps up, score, size): in that order
-    for first in range(p.first_frames, min(left, _most(cost, p, context=p.context)) + 1):
-        first_s = cost.decode_s(first + (p.context if first < left else 0))
+    for first in range(p.first_frames, min(left, _most(cost, p, context=p.context_after)) + 1):
+        first_s = cost.decode_s(first + (p.context_after if first < left else 0))
         rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + first * FRAME_S, cost, p)
         score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
         no_stall = queued_s <= 0 or _within(first_s, p.headroom * queued_s)
@@ -265,13 +275,13 @@ def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, b
     the seconds it takes, and whether every window decodes within its queue."""
     spent, keeps_up = 0.0, True
     while left > 0:
-        rest_s = cost.decode_s(p.context + left)
+        rest_s = cost.decode_s(p.context_before + left)
         if _within(rest_s, p.headroom * queued_s):
             return spent + rest_s, keeps_up
         covered = _later(queued_s, cost, p)
         keeps_up = keeps_up and covered is not None
         own = _bounded(covered or _most(cost, p), left, cost, p)
-        window_s = cost.decode_s(p.context + own + (p.context if own < left else 0))
+        window_s = cost.decode_s(p.context_before + own + (p.context_after if own < left else 0))
         spent += window_s
         queued_s = max(0.0, queued_s - window_s) + own * FRAME_S
         left -= own
@@ -281,19 +291,19 @@ def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, b
 def _later(queued_s: float, cost: Cost, p: Profile) -> int | None:
     """Rule 5: the own frames ``headroom`` of the queue covers; None when that is no useful window
     (the decoder has fallen behind)."""
-    own = _covered(cost, p.headroom * queued_s, 2 * p.context)
+    own = _covered(cost, p.headroom * queued_s, p.seam)
     return own if own >= p.first_frames else None
 
 
 def _contended_floor_s(cost: Cost, p: Profile) -> float:
     """Rule 6's floor: the decoding of the smallest middle window worth its call."""
-    return cost.decode_s(_worth_a_call(cost, p) + 2 * p.context)
+    return cost.decode_s(_worth_a_call(cost, p) + p.seam)
 
 
 def _worth_a_call(cost: Cost, p: Profile) -> int:
     """Own frames of the smallest middle window whose context and fixed cost are at most
     ``contention_waste`` of its decoding (own >= (1 - waste) / waste x what nobody hears)."""
-    unheard = 2 * p.context + cost.overhead / (FRAME_S * cost.pace)  # in frames' worth of decoding
+    unheard = p.seam + cost.overhead / (FRAME_S * cost.pace)  # in frames' worth of decoding
     return math.ceil(unheard * (1 - p.contention_waste) / p.contention_waste)
 
 
@@ -326,7 +336,7 @@ def _most(cost: Cost, p: Profile, *, context: int | None = None) -> int:
     ``first_frames``."""
     if cost.pace <= 0:
         return p.largest
-    within = _covered(cost, p.longest_s, 2 * p.context if context is None else context)
+    within = _covered(cost, p.longest_s, p.seam if context is None else context)
     return max(p.first_frames, min(p.largest, max(within, _worth_a_call(cost, p))))
 
 

@@ -16,7 +16,8 @@ Threads: onnxruntime's intra-op pool gets ``KOKORO_ONNX_THREADS`` threads, defau
 engine's.
 
 Windowed decoding: the graph is cut at load (onnx_split.py); ``begin`` runs the front and the
-harmonic source once per chunk, and each ``Decoding.step`` decodes one window (windows.py).
+harmonic source once per chunk, and each ``Decoding.step`` decodes one window (windows.py): the
+decoder's body over the window's features and their context, the vocoder over the window's own.
 """
 
 from __future__ import annotations
@@ -37,8 +38,8 @@ from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
-from .onnx_split import ENERGY, F0, FEATURES, SOURCE, split_graph
-from .windows import Decoding
+from .onnx_split import BODY, ENERGY, F0, FEATURES, SOURCE, split_graph
+from .windows import FEATURE_CONTEXT, Decoding, feature_span
 
 log = logging.getLogger(__name__)
 
@@ -148,8 +149,9 @@ def _signature(session: ort.InferenceSession, path: Path) -> _Signature:
 class OnnxEngine:
     """Kokoro on onnxruntime. The int8 export: ~0.55 CPU-seconds per second of audio.
 
-    The graph is cut into front, harmonic source and decoder (onnx_split.py) so that ``begin``
-    runs the front once and each window is decoded on its own; graphs that cannot be cut run whole.
+    The graph is cut into front, harmonic source, decoder body and vocoder (onnx_split.py) so that
+    ``begin`` runs the front once and each window is decoded on its own; graphs that cannot be cut
+    run whole.
     """
 
     name = "onnx"
@@ -169,14 +171,22 @@ class OnnxEngine:
         split = split_graph(graph or model.weights, tokens=sig.tokens, style=sig.style, speed=sig.speed,
                             audio=sig.audio)
         self._split = split
+        self._decoder: ort.InferenceSession | None = None  # the whole decoder, where no vocoder could be cut
+        self._body: ort.InferenceSession | None = None
+        self._vocoder: ort.InferenceSession | None = None
         if split is None:
             self._whole: ort.InferenceSession | None = whole
-        else:  # the three parts replace the whole graph (they reproduce its output exactly)
+        else:  # the parts replace the whole graph (they reproduce its output exactly)
             self._whole = None
             del whole
             self._front = self._open(model.weights, split.front)
             self._source = self._open(model.weights, split.source)
-            self._decoder = self._open(model.weights, split.decoder)
+            if split.decoder is not None:
+                self._decoder = self._open(model.weights, split.decoder)
+            if split.body is not None and split.vocoder is not None:
+                self._body = self._open(model.weights, split.body)
+                self._vocoder = self._open(model.weights, split.vocoder)
+        self._vocoder_inputs = [] if self._vocoder is None else [i.name for i in self._vocoder.get_inputs()]
         self.windowed = split is not None
         log.info("onnx engine: %s, providers %s, %d intra-op threads, %s", model.weights.name,
                  self._providers, self.threads, "windowed decoding" if self.windowed else "one-shot decoding")
@@ -243,11 +253,21 @@ class OnnxEngine:
         per_frame = source.shape[1] // frames
         style_in = feeds[split.style_input]
 
-        def decode(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
-            (audio,) = self._run(self._decoder, [split.audio_output], {
-                FEATURES: features[:, :, lo:hi], F0: f0[:, 2 * lo:2 * hi], ENERGY: energy[:, 2 * lo:2 * hi],
-                split.style_input: style_in, SOURCE: source[:, lo * per_frame:hi * per_frame],
-            }, halt)
+        def decode(lo: int, hi: int, halt: Halt | None = None, *, reach: int = FEATURE_CONTEXT) -> np.ndarray:
+            flo, fhi = feature_span(lo, hi, frames, reach)
+            body_feeds = {FEATURES: features[:, :, flo:fhi], F0: f0[:, 2 * flo:2 * fhi],
+                          ENERGY: energy[:, 2 * flo:2 * fhi], split.style_input: style_in}
+            if self._vocoder is None:  # no body to cut: the whole decoder over the features' span
+                assert self._decoder is not None
+                (audio,) = self._run(self._decoder, [split.audio_output], {
+                    **body_feeds, SOURCE: source[:, flo * per_frame:fhi * per_frame]}, halt)
+                return _checked(audio)[(lo - flo) * per_frame:(hi - flo) * per_frame]
+            assert self._body is not None
+            (body,) = self._run(self._body, [BODY], body_feeds, halt)
+            steps = body.shape[2] // (fhi - flo)  # the body's steps a frame (2)
+            feeds = {BODY: body[:, :, (lo - flo) * steps:(hi - flo) * steps], F0: f0[:, 2 * lo:2 * hi],
+                     split.style_input: style_in, SOURCE: source[:, lo * per_frame:hi * per_frame]}
+            (audio,) = self._run(self._vocoder, [split.audio_output], {k: feeds[k] for k in self._vocoder_inputs}, halt)
             return _checked(audio)
 
         return Decoding(frames=frames, decode=decode, durations=durations)
@@ -259,7 +279,7 @@ class OnnxEngine:
         results = self._run(self._whole, wanted, feeds, halt)
         audio = _checked(results[0])
         durations = None if sig.durations is None else np.asarray(results[1]).reshape(-1)
-        return Decoding(frames=1, decode=lambda lo, hi, halt=None: audio, durations=durations)
+        return Decoding(frames=1, decode=lambda lo, hi, halt=None, **_: audio, durations=durations)
 
     def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
         decoding = self.begin(phonemes, style, speed)

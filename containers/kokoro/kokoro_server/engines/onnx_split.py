@@ -8,10 +8,15 @@ Kokoro's export scopes its nodes ``/encoder/*`` (text encoder, durations, F0 and
 * source: F0 -> the harmonic source (audio rate, 600 samples per frame). Its phase is a running
   sum of F0 over the whole utterance, so it is made once and sliced per window: windows decoded
   from their own source would start their sines at phase 0 and cancel where they are crossfaded;
-* decoder: the three features, the style and the source slice -> audio.
+* body: the three features and the style -> the vocoder's input ``BODY`` (512 channels, two steps
+  a frame), when the graph has it;
+* vocoder: ``BODY``, F0, the style and the source slice -> audio. Windowed decoding runs the body
+  with more context than the vocoder, which is most of a window's time (windows.py);
+* decoder: body and vocoder in one, for a graph without ``BODY`` (its windows then run the whole
+  decoder with the body's context).
 
-Front, source and decoder over all frames reproduce the whole graph's output exactly. A graph
-without these tensors (another export) is not cut: the engine then decodes in one shot.
+Front, source, body and vocoder over all frames reproduce the whole graph's output exactly. A graph
+without the front's tensors (another export) is not cut: the engine then decodes in one shot.
 """
 
 from __future__ import annotations
@@ -27,22 +32,26 @@ F0 = "/encoder/Reshape_output_0"
 ENERGY = "/encoder/Reshape_1_output_0"
 DURATIONS = "/encoder/Clip_output_0"
 SOURCE = "/decoder/decoder/generator/m_source/l_tanh/Tanh_output_0"
+BODY = "/decoder/decoder/decode.3/Div_4_output_0"
 
 
 @dataclass(frozen=True)
 class SplitGraph:
-    """Serialized ONNX models of the three parts, and the names of the graph's own inputs."""
+    """Serialized ONNX models of the parts, and the names of the graph's own inputs. ``decoder``
+    is None when the graph has a body and a vocoder to cut; else both of those are."""
 
     front: bytes
     source: bytes
-    decoder: bytes
+    decoder: bytes | None
+    body: bytes | None
+    vocoder: bytes | None
     front_outputs: tuple[str, ...]  # FEATURES, F0, ENERGY[, DURATIONS]
     style_input: str
     audio_output: str
 
 
 def split_graph(path: Path, *, tokens: str, style: str, speed: str, audio: str) -> SplitGraph | None:
-    """The three parts of the graph at ``path``, or None when it does not have Kokoro's tensors."""
+    """The parts of the graph at ``path``, or None when it does not have Kokoro's tensors."""
     try:
         import onnx
         import onnx.utils
@@ -63,7 +72,15 @@ def split_graph(path: Path, *, tokens: str, style: str, speed: str, audio: str) 
     if inputs != {FEATURES, F0, ENERGY, style, SOURCE}:  # the decoder reaches back past the cut
         log.warning("%s: the decoder needs %s besides the cut: decoding in one shot", path.name, sorted(inputs))
         return None
-    return SplitGraph(
-        front=front.SerializeToString(), source=source.SerializeToString(), decoder=decoder.SerializeToString(),
-        front_outputs=front_outputs, style_input=style, audio_output=audio,
-    )
+    parts = {"front": front.SerializeToString(), "source": source.SerializeToString()}
+    if BODY in produced:
+        body = extractor.extract_model([FEATURES, F0, ENERGY, style], [BODY])
+        vocoder = extractor.extract_model([BODY, F0, style, SOURCE], [audio])
+        if {i.name for i in body.graph.input} == {FEATURES, F0, ENERGY, style} and \
+                {i.name for i in vocoder.graph.input} <= {BODY, F0, style, SOURCE}:
+            return SplitGraph(**parts, decoder=None, body=body.SerializeToString(),
+                              vocoder=vocoder.SerializeToString(), front_outputs=front_outputs, style_input=style,
+                              audio_output=audio)
+    log.info("%s: no vocoder input to cut at: each window runs the whole decoder", path.name)
+    return SplitGraph(**parts, decoder=decoder.SerializeToString(), body=None, vocoder=None,
+                      front_outputs=front_outputs, style_input=style, audio_output=audio)

@@ -32,8 +32,8 @@ from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
-from .torch_inference import for_inference
-from .windows import Decoding
+from .torch_inference import decoder_body, for_inference
+from .windows import FEATURE_CONTEXT, Decoding, feature_span
 
 R = TypeVar("R")
 COMPONENTS = ("bert", "bert_encoder", "predictor", "text_encoder", "decoder")
@@ -252,19 +252,24 @@ class TorchEngine:
         except Exception as exc:
             raise EngineError(f"synthesis failed: {type(exc).__name__}: {exc}") from exc
         decoder_style = ref_s[:, :128]
-        per_frame = source.shape[1] // int(asr.shape[2])
+        frames = int(asr.shape[2])
+        per_frame = source.shape[1] // frames
 
-        def decode(lo: int, hi: int, halt: Halt | None = None) -> np.ndarray:
-            return self._on_thread(decode_here, lo, hi, halt)
+        def decode(lo: int, hi: int, halt: Halt | None = None, *, reach: int = FEATURE_CONTEXT) -> np.ndarray:
+            return self._on_thread(decode_here, lo, hi, halt, reach)
 
-        def decode_here(lo: int, hi: int, halt: Halt | None) -> np.ndarray:
+        def decode_here(lo: int, hi: int, halt: Halt | None, reach: int) -> np.ndarray:
+            flo, fhi = feature_span(lo, hi, frames, reach)
+            decoder = self._model.decoder
             try:
                 with self._running(halt), torch.inference_mode(), \
                         self._source.using(source[:, lo * per_frame:hi * per_frame]):
                     torch.manual_seed(seed + lo)  # any other draw: same input, same samples
-                    audio = self._model.decoder(
-                        asr[:, :, lo:hi], f0[:, 2 * lo:2 * hi], energy[:, 2 * lo:2 * hi], decoder_style
-                    )
+                    body = decoder_body(decoder, asr[:, :, flo:fhi], f0[:, 2 * flo:2 * fhi],
+                                        energy[:, 2 * flo:2 * fhi], decoder_style)
+                    steps = body.shape[2] // (fhi - flo)
+                    body = body[:, :, (lo - flo) * steps:(hi - flo) * steps]
+                    audio = decoder.generator(body, decoder_style, f0[:, 2 * lo:2 * hi])
             except Halted:
                 raise
             except Exception as exc:
@@ -272,7 +277,7 @@ class TorchEngine:
             samples: np.ndarray = audio.detach().to(torch.float32).cpu().numpy().reshape(-1)
             return samples
 
-        return Decoding(frames=int(asr.shape[2]), decode=decode, durations=durations)
+        return Decoding(frames=frames, decode=decode, durations=durations)
 
     def _front(
         self, phonemes: str, ref_s: torch.Tensor, speed: float

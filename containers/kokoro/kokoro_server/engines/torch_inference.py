@@ -6,6 +6,9 @@ every call, and its vocoder's inverse STFT raises a complex exponential over eve
 load (:func:`for_inference`); each computes what kokoro's does, bit for bit
 (tests/kokoro/test_torch_inference.py), and bench/profile_paragraph.py times both forms
 (``decoder_weight_norm_s``, ``istft_complex_exp_s`` against ``istft_polar_s``).
+
+:func:`decoder_body` is kokoro's ``Decoder.forward`` up to its vocoder, so that windowed decoding
+can give the two parts different context (windows.py).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from kokoro.istftnet import TorchSTFT
+from kokoro.istftnet import Decoder, TorchSTFT
 from torch.nn.utils.weight_norm import WeightNorm
 
 
@@ -64,3 +67,21 @@ def _polar_istft(model: torch.nn.Module) -> int:
             module.__class__ = PolarSTFT
             swapped += 1
     return swapped
+
+
+def decoder_body(decoder: Decoder, asr: torch.Tensor, f0: torch.Tensor, energy: torch.Tensor,
+                 style: torch.Tensor) -> torch.Tensor:
+    """kokoro 0.9.4's ``Decoder.forward`` without its last line: the vocoder's input (two steps a
+    frame); ``decoder.generator(body, style, f0)`` finishes the call, exactly."""
+    f0_down = decoder.F0_conv(f0.unsqueeze(1))
+    energy_down = decoder.N_conv(energy.unsqueeze(1))
+    x = decoder.encode(torch.cat([asr, f0_down, energy_down], axis=1), style)
+    asr_res = decoder.asr_res(asr)
+    res = True
+    for block in decoder.decode:
+        if res:
+            x = torch.cat([x, asr_res, f0_down, energy_down], axis=1)
+        x = block(x, style)
+        if block.upsample_type != "none":
+            res = False
+    return x

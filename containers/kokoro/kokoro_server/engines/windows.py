@@ -2,10 +2,17 @@
 
 Kokoro's decoder turns aligned features (25 ms frames) into audio. Run over the whole chunk it
 makes the listener wait for the last frame before hearing the first; run over windows, the first
-window's audio can play while the rest is decoded. A window is decoded with CONTEXT frames of its
-neighbours on both sides (the decoder's convolutions see what they would see in one pass), and
-neighbouring windows overlap by CROSSFADE frames blended with raised-cosine ramps, so a seam does
-not click. The constants come from bench/windowing.py (bench/results/windowing.json).
+window's audio can play while the rest is decoded. Neighbouring windows overlap by CROSSFADE frames
+blended with raised-cosine ramps, so a seam does not click.
+
+The decoder has two parts with different reach. Its body (convolutions and instance norms over
+1024 channels at the frame rate) sees FEATURE_CONTEXT frames of features on each side of what it
+decodes; the vocoder after it (upsampling to 24 kHz, about 96 % of a window's time on the int8
+model: bench/results/windowing.json, ``vocoder_share``) reaches about 4 frames, so it renders only
+CONTEXT frames of audio beyond a window's own (and its crossfade tail) on each side. An engine's
+:class:`Decode` renders frames [lo, hi) with the body's context around them: context decoded twice
+costs a seam a fifth of what the vocoder over the body's whole context did. The constants come
+from bench/windowing.py (bench/results/windowing.json).
 
 Only the mechanics live here: how large each window is, is the job sizer's decision
 (kokoro_server/sizing.py), passed to each :meth:`Decoding.step`. An engine runs its front once,
@@ -27,15 +34,24 @@ if TYPE_CHECKING:
 FRAME_S = 0.025
 """One frame of Kokoro's aligned features: 600 samples of 24 kHz audio (both engines)."""
 
-CONTEXT = 20
-"""Frames decoded on each side of a window and thrown away, so its edges sound as in one pass."""
+CONTEXT = 6
+"""Frames of audio rendered beyond each side of a window (past its crossfade tail on the right) and
+thrown away: the vocoder's reach, so its edges sound as in one pass."""
 CROSSFADE = 8
 """Frames over which neighbouring windows are blended (raised-cosine ramps): no click at a seam."""
+FEATURE_CONTEXT = 20
+"""Frames of features the decoder's body sees on each side of the frames it renders (an engine's
+:class:`Decode`; clipped at the chunk's ends)."""
+
+
+def feature_span(lo: int, hi: int, frames: int, context: int = FEATURE_CONTEXT) -> tuple[int, int]:
+    """The feature frames an engine decodes to render frames [lo, hi) of a chunk of ``frames``."""
+    return max(0, lo - context), min(frames, hi + context)
 
 
 @dataclass(frozen=True)
 class Window:
-    """Frames [start, end) are this window's own; [lo, hi) are decoded (own plus context). Its
+    """Frames [start, end) are this window's own; [lo, hi) are rendered (own, tail and context). Its
     audio reaches ``tail`` frames past ``end``, where it is blended with the next window's."""
 
     start: int
@@ -50,8 +66,8 @@ def window(start: int, own: int, frames: int, *, context: int = CONTEXT, crossfa
     context and no crossfade after it)."""
     end = min(frames, start + own)
     last = end >= frames
-    return Window(start, end, max(0, start - context), frames if last else min(frames, end + context),
-                  0 if last else crossfade)
+    tail = 0 if last else min(crossfade, frames - end)
+    return Window(start, end, max(0, start - context), frames if last else min(frames, end + tail + context), tail)
 
 
 class Joiner:
@@ -81,9 +97,11 @@ class Joiner:
 
 
 class Decode(Protocol):
-    """An engine's decoder over frames [lo, hi), stopping early when ``halt`` is set (halt.py)."""
+    """An engine's decoder: the audio of frames [lo, hi), its body seeing ``reach`` frames of
+    features around them (:func:`feature_span`; 0: the model run on those frames alone, as one shot
+    over a shorter chunk); it stops early when ``halt`` is set (halt.py)."""
 
-    def __call__(self, lo: int, hi: int, halt: Halt | None = None) -> np.ndarray: ...
+    def __call__(self, lo: int, hi: int, halt: Halt | None = None, *, reach: int = FEATURE_CONTEXT) -> np.ndarray: ...
 
 
 class Decoding:
@@ -97,13 +115,13 @@ class Decoding:
     ) -> None:
         if frames < 1:
             raise ValueError(f"frames: must be at least 1, got {frames}")
-        if not 0 <= crossfade <= context:
-            raise ValueError(f"crossfade: must be 0..context ({context}) frames, got {crossfade}")
+        if crossfade < 0 or context < 0:
+            raise ValueError(f"context and crossfade: must be 0 or more frames, got {context} and {crossfade}")
         self.frames = frames
         self.durations = durations
         self.samples_per_frame = 0  # known after the first step (word timestamps map frames to samples)
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
-        self.decoded_last = 0  # frames the last step decoded (its own and context): the cost is fitted to them
+        self.decoded_last = 0  # frames the last step rendered (own, tail and context): the cost is fitted to them
         self.windows: list[Window] = []  # decoded so far, in order
         self._context, self._crossfade = context, crossfade
         self._next = 0
