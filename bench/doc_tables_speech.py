@@ -11,11 +11,13 @@ RATIOS = {
     "total_over_loop_chunk": "paragraph total time, ours / `loop_chunk`",
     "total_over_sentence_jobs": "paragraph total time, ours / ours with one job per sentence",
     "total_over_linear_pace": "paragraph total time, ours / ours with windows cut by the warm-up pace alone",
+    "total_over_wide_seams": "paragraph total time, ours / ours with the wide seams",
     "cpu_per_audio_over_loop_sentence": "CPU s per audio s, ours / `loop_sentence`",
     "cpu_per_audio_over_loop_chunk": "CPU s per audio s, ours / `loop_chunk`",
     "concurrent_wall_over_loop_sentence_x4": "4 paragraphs at once, wall / `loop_sentence` x 4",
     "concurrent_wall_over_sentence_jobs": "4 paragraphs at once, wall / ours with one job per sentence",
     "concurrent_wall_over_linear_pace": "4 paragraphs at once, wall / ours with the warm-up pace alone",
+    "concurrent_wall_over_wide_seams": "4 paragraphs at once, wall / ours with the wide seams",
     "first_over_loop_sentence": "paragraph first byte, ours / `loop_sentence`",
     "first_over_loop_chunk": "paragraph first byte, ours / `loop_chunk`",
     "second_caller_first_over_loop": "a second caller's first byte, ours / `loop_chunk`",
@@ -26,6 +28,9 @@ RATIOS = {
     "long_total_over_loop": "35 words alone, total time, ours / `loop_sentence`",
     "long_cpu_over_loop": "35 words alone, CPU s, ours / `loop_sentence`",
     "long_first_over_loop": "35 words alone, first byte, ours / `loop_sentence`",
+    **{f"{size}_{kind}_over_wide_seams": f"{words} words alone, {what}, ours / ours with the wide seams"
+       for size, words in (("short", 6), ("long", 35))
+       for kind, what in (("total", "total time"), ("cpu", "CPU s"), ("first", "first byte"))},
 }
 
 
@@ -54,12 +59,16 @@ def _fitted(record: Results) -> str:
     return f" (fitted: {num(1000 * cost['overhead_s'])} ms a call and {num(cost['pace'])} per audio second)"
 
 
+def _answer(side: Results) -> str:
+    return f"{num(side['first_s'])} / {num(side['total_s'])} / {num(side['cpu_s'])}"
+
+
 def engine_vs_loop(record: Results) -> list[str]:
     """Medians of our engine path and the two loops, then each ratio against its bound."""
     rows, para = record["rows"], record["rows"]["paragraph"]
-    sides = ("ours", "ours_sentence_jobs", "ours_linear_pace", "loop_sentence", "loop_chunk")
-    lines = ["| median | ours | ours, one job per sentence | ours, warm-up pace alone | `loop_sentence` "
-             "| `loop_chunk` |", "|---|---|---|---|---|---|"]
+    sides = ("ours", "ours_sentence_jobs", "ours_linear_pace", "ours_wide_seams", "loop_sentence", "loop_chunk")
+    lines = ["| median | ours | ours, one job per sentence | ours, warm-up pace alone | ours, wide seams "
+             "| `loop_sentence` | `loop_chunk` |", "|---|---|---|---|---|---|---|"]
     for key, label in (("first_s", "paragraph first byte s"), ("total_s", "paragraph total s"),
                        ("cpu_per_audio_s", "CPU s per audio s"), ("audio_s", "audio s")):
         lines.append(f"| {label} | " + " | ".join(num(para.get(side, {}).get(key)) for side in sides) + " |")
@@ -70,25 +79,25 @@ def engine_vs_loop(record: Results) -> list[str]:
     both = rows["concurrent"]
     lines.append(f"| {both['callers']} paragraphs at once: wall s (loops: {both['callers']}x one) | "
                  f"{num(both['ours_wall_s'])} | {num(both.get('ours_sentence_jobs_wall_s'))} | "
-                 f"{num(both.get('ours_linear_pace_wall_s'))} | "
+                 f"{num(both.get('ours_linear_pace_wall_s'))} | {num(both.get('ours_wide_seams_wall_s'))} | "
                  f"{num(both['loop_sentence_x4_s'])} | {num(both['loop_chunk_x4_s'])} |")
     if "ours_decoded_per_heard" in both:
         lines.append(f"| {both['callers']} paragraphs at once: frames decoded per frame heard | "
                      f"{num(both['ours_decoded_per_heard'])} | "
                      f"{num(both.get('ours_sentence_jobs_decoded_per_heard'))} | "
-                     f"{num(both.get('ours_linear_pace_decoded_per_heard'))} | 1 | 1 |")
+                     f"{num(both.get('ours_linear_pace_decoded_per_heard'))} | "
+                     f"{num(both.get('ours_wide_seams_decoded_per_heard'))} | 1 | 1 |")
     second, short = rows["second_caller"], rows["short"]
     lines.append(f"| second caller {second['after_s']} s in: its first byte s | {num(second['ours_first_s'])} | | | "
-                 f"| {num(second['loop_chunk_first_s'])} |")
+                 f"| | {num(second['loop_chunk_first_s'])} |")
     lines.append(f"| short sentence alone: first byte s | {num(short['ours_first_s'])} "
-                 f"(one-shot: {num(short['ours_one_shot_first_s'])}) | | | {num(short['loop_first_s'])} | |")
+                 f"(one-shot: {num(short['ours_one_shot_first_s'])}) | | | | {num(short['loop_first_s'])} | |")
     for size, words in (("short", 6), ("long", 35)):
         answer = rows.get("answers", {}).get(size)
         if answer:
-            ours, loop = answer["ours"], answer["loop"]
-            lines.append(f"| {words} words alone: first byte / total / CPU s | {num(ours['first_s'])} / "
-                         f"{num(ours['total_s'])} / {num(ours['cpu_s'])} | | | {num(loop['first_s'])} / "
-                         f"{num(loop['total_s'])} / {num(loop['cpu_s'])} | |")
+            ours, loop, wide = answer["ours"], answer["loop"], answer.get("ours_wide_seams")
+            lines.append(f"| {words} words alone: first byte / total / CPU s | {_answer(ours)} | | | "
+                         f"{_answer(wide) if wide else ''} | {_answer(loop)} | |")
     lines += ["", "| ratio | measured | at most | |", "|---|---|---|---|"]
     for target in record["targets"]:
         bound = "" if target["at_most"] is None else num(target["at_most"])

@@ -14,6 +14,9 @@ Sides, over the agent answer's first eight sentences as one paragraph (bench/thr
   with one model job per sentence (bench/variants.py's sentence_jobs), what joining sentences
   gains; ``ours_linear_pace``: the paragraph alone and four at once with windows cut by the
   warm-up pace alone, what fitting the decoder's cost per call gains (pace.PaceMeter);
+  ``ours_wide_seams``: the paragraph, four at once and both answers with each window decoded whole
+  over the features' context, as before the vocoder was cut from the decoder's body
+  (bench/variants.py's wide_seams), what the cheaper seam gains;
 * ``loop_sentence``: sentence after sentence, G2P then the model in one shot (kokoro's own
   ``KPipeline`` and ``KModel`` on a torch model directory; our Phonemizer and the engine's one-shot
   decoding on an onnx one); ``loop_chunk``: the paragraph phonemized whole first, then the model
@@ -46,7 +49,8 @@ LONG = ("Routers work best in the open, up high and near the middle of your home
 SECOND_CALLER_AFTER_S = 0.3
 SENTENCE_JOBS = ("sentence_jobs",)
 # ours with one part of the engine as it was before it, in the same run: what each part gains
-ATTRIBUTED = ("sentence_jobs", "linear_pace")
+ATTRIBUTED = ("sentence_jobs", "linear_pace", "wide_seams")
+WIDE_SEAMS = ("wide_seams",)
 
 
 def _median(values: list[float]) -> float:
@@ -64,11 +68,15 @@ def measure(sides: Sides, rounds: int, log: Callable[[str], None]) -> dict[str, 
         ("ours_concurrent", lambda: sides.ours([sides.text] * CONCURRENT)),
         ("ours_concurrent_sentence_jobs", lambda: sides.ours([sides.text] * CONCURRENT, variants=SENTENCE_JOBS)),
         ("ours_concurrent_linear_pace", lambda: sides.ours([sides.text] * CONCURRENT, linear_pace=True)),
+        ("ours_wide_seams", lambda: sides.ours_paragraph(WIDE_SEAMS)),
+        ("ours_concurrent_wide_seams", lambda: sides.ours([sides.text] * CONCURRENT, variants=WIDE_SEAMS)),
         ("ours_second_caller", lambda: sides.ours([sides.text, SHORT], starts=[0.0, SECOND_CALLER_AFTER_S])),
         ("ours_short", lambda: sides.ours([SHORT])["callers"][0]),
         ("ours_short_one_shot", lambda: sides.ours([SHORT], variants=("one_shot",))["callers"][0]),
         ("loop_short", lambda: sides.loop_sentence(SHORT)),
+        ("ours_short_wide_seams", lambda: sides.ours([SHORT], variants=WIDE_SEAMS)["callers"][0]),
         ("ours_long", lambda: sides.ours([LONG])["callers"][0]),
+        ("ours_long_wide_seams", lambda: sides.ours([LONG], variants=WIDE_SEAMS)["callers"][0]),
         ("loop_long", lambda: sides.loop_sentence(LONG)),
     ]
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _ in cases}
@@ -102,16 +110,18 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     def med(name: str, key: str) -> float:
         return _median([r[key] for r in runs[name]])
 
+    attributed = [side for side in ATTRIBUTED if runs.get(f"ours_{side}")]  # results from before a side still read
+
     paragraph_rows = {name: {"first_s": med(name, "first_s"), "total_s": med(name, "total_s"),
                              "cpu_per_audio_s": _median([r["cpu_s"] / r["audio_s"] for r in runs[name]]),
                              "audio_s": med(name, "audio_s"),
                              **({"decoded_per_heard": med(name, "decoded_per_heard")}
                                 if "decoded_per_heard" in runs[name][0] else {})}
-                      for name in ("ours", *(f"ours_{side}" for side in ATTRIBUTED), "loop_sentence", "loop_chunk")}
+                      for name in ("ours", *(f"ours_{side}" for side in attributed), "loop_sentence", "loop_chunk")}
     concurrent_wall = med("ours_concurrent", "total_s")
-    attributed_wall = {side: med(f"ours_concurrent_{side}", "total_s") for side in ATTRIBUTED}
+    attributed_wall = {side: med(f"ours_concurrent_{side}", "total_s") for side in attributed}
     decoded = {f"ours{side}_decoded_per_heard": med(f"ours_concurrent{side}", "decoded_per_heard")
-               for side in ("", *(f"_{a}" for a in ATTRIBUTED))
+               for side in ("", *(f"_{a}" for a in attributed))
                if "decoded_per_heard" in runs[f"ours_concurrent{side}"][0]}
     concurrent_first_p50 = _median([statistics.median(c["first_s"] for c in r["callers"])
                                     for r in runs["ours_concurrent"]])
@@ -125,6 +135,10 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     answers = {size: {side: {"first_s": med(f"{side}_{size}", "first_s"), "total_s": med(f"{side}_{size}", "total_s"),
                              "cpu_s": med(f"{side}_{size}", "cpu_s")} for side in ("ours", "loop")}
                for size in ("short", "long") if runs.get(f"ours_{size}") and "cpu_s" in runs[f"ours_{size}"][0]}
+    for size, sides_ in answers.items():
+        if runs.get(f"ours_{size}_wide_seams"):
+            sides_["ours_wide_seams"] = {key: med(f"ours_{size}_wide_seams", key)
+                                         for key in ("first_s", "total_s", "cpu_s")}
     rows: dict[str, Any] = {
         "paragraph": paragraph_rows,
         "concurrent": {"callers": CONCURRENT, "ours_wall_s": concurrent_wall, "ours_first_p50_s": concurrent_first_p50,
@@ -154,13 +168,13 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     ratios = {
         "total_over_loop_sentence": (total("ours"), total("loop_sentence")),
         "total_over_loop_chunk": (total("ours"), total("loop_chunk")),
-        **{f"total_over_{side}": (total("ours"), total(f"ours_{side}")) for side in ATTRIBUTED},
+        **{f"total_over_{side}": (total("ours"), total(f"ours_{side}")) for side in attributed},
         "cpu_per_audio_over_loop_sentence": (cpu_per_audio("ours"), cpu_per_audio("loop_sentence")),
         "cpu_per_audio_over_loop_chunk": (cpu_per_audio("ours"), cpu_per_audio("loop_chunk")),
         "concurrent_wall_over_loop_sentence_x4":
             (total("ours_concurrent"), lambda i: CONCURRENT * total("loop_sentence")(i)),
         **{f"concurrent_wall_over_{side}": (total("ours_concurrent"), total(f"ours_concurrent_{side}"))
-           for side in ATTRIBUTED},
+           for side in attributed},
         "first_over_loop_sentence": (first("ours"), first("loop_sentence")),
         "first_over_loop_chunk": (first("ours"), first("loop_chunk")),
         "second_caller_first_over_loop":
@@ -168,6 +182,9 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
         "short_first_over_one_shot": (first("ours_short"), first("ours_short_one_shot")),
         **{f"{size}_{kind}_over_loop": (measure_(f"ours_{size}"), measure_(f"loop_{size}"))
            for size in answers for kind, measure_ in (("total", total), ("cpu", cpu), ("first", first))},
+        **{f"{size}_{kind}_over_wide_seams": (measure_(f"ours_{size}"), measure_(f"ours_{size}_wide_seams"))
+           for size in answers if runs.get(f"ours_{size}_wide_seams")
+           for kind, measure_ in (("total", total), ("cpu", cpu), ("first", first))},
     }
     rounds = min(len(found) for found in runs.values())
     limits = {"total_over_loop_sentence": 1.0, "cpu_per_audio_over_loop_sentence": 1.05,

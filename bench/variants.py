@@ -9,7 +9,11 @@ as small classes the server is constructed with (``kokoro_server.__main__.Strate
 * ``sentence_jobs``: one model job per sentence, and a later window held to 160 frames whenever
   another owner has work, 240 alone (the engine before sentences joined: issue 33);
 * ``no_halt``: a cancelled job already on the model runs to its end (the engine before halting:
-  issue 43; bench/barge_in.py).
+  issue 43; bench/barge_in.py);
+* ``wide_seams``: every window decoded whole, body and vocoder, over FEATURE_CONTEXT frames before it
+  and its crossfade and FEATURE_CONTEXT after (48 frames rendered twice a seam), priced so by the
+  sizer with rule 6's floor at the 0.2 it had: the seam before the vocoder was cut from the body
+  (engines/windows.py), which rendered 40 (20 before, 20 after with the crossfade inside).
 
 :func:`strategies` builds them from names. For a server process, ``python -m bench.variant_server
 serve ...`` with ``KOKORO_BENCH_VARIANTS=round_robin,one_shot`` (bench/server.py's
@@ -18,18 +22,23 @@ serve ...`` with ``KOKORO_BENCH_VARIANTS=round_robin,one_shot`` (bench/server.py
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from kokoro_server.__main__ import Strategies
+from kokoro_server.engines import Decoding, Engine, Synthesis
 from kokoro_server.engines.halt import Halt
+from kokoro_server.engines.windows import CROSSFADE, FEATURE_CONTEXT
 from kokoro_server.scheduler import Scheduler
-from kokoro_server.sizing import Situation, Sizer
+from kokoro_server.sizing import JobSizer, Profile, Situation, Sizer
 from kokoro_server.synth import Synthesizer
 
-VARIANTS = ("round_robin", "one_shot", "windowed_per_chunk", "sentence_jobs", "no_halt")
-SIZING = ("one_shot", "windowed_per_chunk", "sentence_jobs")  # one sizer: at most one of them
+VARIANTS = ("round_robin", "one_shot", "windowed_per_chunk", "sentence_jobs", "no_halt", "wide_seams")
+SIZING = ("one_shot", "windowed_per_chunk", "sentence_jobs", "wide_seams")  # one sizer: at most one of them
+SYNTHESIZING = ("no_halt", "wide_seams")  # one synthesizer: at most one of them
 SENTENCE_JOBS_SHARED, SENTENCE_JOBS_ALONE = 160, 240  # window caps before sentences joined
 ENV = "KOKORO_BENCH_VARIANTS"
 
@@ -87,7 +96,39 @@ class NoHaltSynthesizer(Synthesizer):
         return super()._queue(owner, run, Halt(), then, queues)  # the job watches its own halt, never set
 
 
-SIZERS = {"one_shot": OneShotSizer, "windowed_per_chunk": PerChunkSizer, "sentence_jobs": SentenceJobsSizer}
+class WideSeams:
+    """An engine whose windows render the whole decoder over FEATURE_CONTEXT frames around them."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.name, self.device = engine.name, engine.device
+
+    def begin(self, phonemes: str, style: np.ndarray, speed: float, *, halt: Halt | None = None) -> Decoding:
+        inner = self.engine.begin(phonemes, style, speed, halt=halt)
+
+        def decode(lo: int, hi: int, halt: Halt | None = None, *, reach: int = 0) -> np.ndarray:
+            return inner.decode(lo, hi, halt, reach=reach)  # the body over the span the vocoder renders
+
+        return Decoding(frames=inner.frames, decode=decode, durations=inner.durations, context=FEATURE_CONTEXT,
+                        crossfade=CROSSFADE)
+
+    def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
+        return self.engine.synthesize(phonemes, style, speed)
+
+
+class WideSeamsSynthesizer(Synthesizer):
+    """The server's synthesizer over :class:`WideSeams` of its engine."""
+
+    def __init__(self, *, engine: Engine, **rest: Any) -> None:
+        super().__init__(engine=WideSeams(engine), **rest)
+
+
+WIDE_SEAMS_PROFILE = Profile(context_before=FEATURE_CONTEXT, context_after=CROSSFADE + FEATURE_CONTEXT,
+                             contention_waste=0.2)
+SIZERS: dict[str, Callable[[], JobSizer]] = {
+    "one_shot": OneShotSizer, "windowed_per_chunk": PerChunkSizer, "sentence_jobs": SentenceJobsSizer,
+    "wide_seams": lambda: Sizer(WIDE_SEAMS_PROFILE)}
+SYNTHESIZERS: dict[str, type[Synthesizer]] = {"no_halt": NoHaltSynthesizer, "wide_seams": WideSeamsSynthesizer}
 
 
 def parse(text: str) -> frozenset[str]:
@@ -96,9 +137,10 @@ def parse(text: str) -> frozenset[str]:
     unknown = sorted(names - set(VARIANTS))
     if unknown:
         raise ValueError(f"{ENV}: unknown variant {unknown[0]!r}, expected some of {', '.join(VARIANTS)}")
-    sizing = sorted(names & set(SIZING))
-    if len(sizing) > 1:
-        raise ValueError(f"{ENV}: {' and '.join(sizing)} exclude each other")
+    for group in (SIZING, SYNTHESIZING):
+        chosen = sorted(names & set(group))
+        if len(chosen) > 1:
+            raise ValueError(f"{ENV}: {' and '.join(chosen)} exclude each other")
     return names
 
 
@@ -108,6 +150,6 @@ def strategies(variants: Iterable[str]) -> Strategies:
     sizing = sorted(names & set(SIZING))
     return Strategies(
         scheduler=RoundRobinScheduler if "round_robin" in names else None,
-        synthesizer=NoHaltSynthesizer if "no_halt" in names else None,
+        synthesizer=next((SYNTHESIZERS[name] for name in SYNTHESIZING if name in names), None),
         sizer=SIZERS[sizing[0]]() if sizing else None,
     )

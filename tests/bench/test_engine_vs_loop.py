@@ -108,3 +108,26 @@ def test_a_short_answers_whole_cost_is_judged_against_the_loop_round_by_round() 
 def test_results_from_before_the_short_answer_rows_still_summarize() -> None:
     found = summarize(_steady())
     assert "long_total_over_loop" not in {t["ratio"] for t in found["targets"]}
+
+
+def test_the_wide_seams_are_attributed_on_every_side_they_ran() -> None:
+    """The paragraph, four at once and both answers against ours with the seam before the vocoder
+    was cut from the decoder's body, each paired within its rounds; a results file without them
+    summarizes as before (above)."""
+    runs = _steady()
+    runs["ours_long"] = [_run(0.5, 4.0, 7.0)] * 3
+    runs["loop_long"] = [_run(4.0, 4.0, 7.0)] * 3
+    runs["ours_wide_seams"] = [_run(0.3, 5.0, 5.0)] * 3
+    runs["ours_concurrent_wide_seams"] = [{**_run(0.0, 20.0, 0.0), "callers": [_run(0.2, 5.0, 0.0)] * CONCURRENT,
+                                           "decoded_per_heard": 1.1}] * 3
+    runs["ours_long_wide_seams"] = [_run(1.0, 5.0, 8.0)] * 3
+    found = summarize(runs)
+    targets = {t["ratio"]: t for t in found["targets"]}
+    assert targets["total_over_wide_seams"]["value"] == 0.8 and targets["total_over_wide_seams"]["met"] is None
+    assert targets["concurrent_wall_over_wide_seams"]["value"] == 0.8
+    assert targets["long_total_over_wide_seams"]["value"] == 0.8
+    assert targets["long_first_over_wide_seams"]["value"] == 0.5
+    assert "short_total_over_wide_seams" not in targets  # not run: not judged
+    assert found["rows"]["answers"]["long"]["ours_wide_seams"] == {"first_s": 1.0, "total_s": 5.0, "cpu_s": 8.0}
+    assert found["rows"]["concurrent"]["ours_wide_seams_wall_s"] == 20.0
+    assert found["rows"]["concurrent"]["ours_wide_seams_decoded_per_heard"] == 1.1

@@ -17,7 +17,7 @@ from waiting import wait_until_async
 from kokoro_server.engines import load_engine
 from kokoro_server.model_dir import ModelDir, open_model_dir
 from kokoro_server.scheduler import Scheduler
-from kokoro_server.sizing import Cost
+from kokoro_server.sizing import Cost, Sizer
 from kokoro_server.speech import Speech
 from kokoro_server.synth import Synthesizer
 from voicestream.chunker import iter_sentences
@@ -124,8 +124,8 @@ def test_a_joined_job_holds_the_engine_longer_only_while_every_other_listener_ha
     # 2 s a window may hold the decoder 1600, largest 1200
     assert job_frames(tiny, pace=0.05, other_queued_s=None) == 1200  # alone
     assert job_frames(tiny, pace=0.05, other_queued_s=30.0) == 1200  # the other far ahead
-    # a newcomer waits: the least window rule 6 allows, 80 frames and 20 of context (0.125 s)
-    assert job_frames(tiny, pace=0.05, other_queued_s=0.0) == 100
+    # a newcomer waits: the least window rule 6 allows, 180 frames and 20 of context (0.25 s)
+    assert job_frames(tiny, pace=0.05, other_queued_s=0.0) == 200
     assert job_frames(tiny, pace=0.05, other_queued_s=0.5) == 280  # 0.7 of its 0.5 s: 0.35 s
     assert job_frames(tiny, pace=0.0, other_queued_s=30.0) == 0  # a free decoder: every chunk is one window
 
@@ -137,3 +137,25 @@ def test_a_bench_server_takes_at_most_one_sizing_variant() -> None:
     assert isinstance(chosen.sizer, SentenceJobsSizer) and chosen.scheduler is not None
     with pytest.raises(ValueError, match="one_shot and sentence_jobs exclude each other"):
         parse("sentence_jobs,one_shot")
+
+
+def test_the_wide_seams_variant_renders_each_window_whole_over_the_features_context(
+    tiny: tuple[ModelDir, Any]
+) -> None:
+    """bench's wide_seams: the seam before the vocoder was cut from the decoder's body, priced so."""
+    from bench.variants import WIDE_SEAMS_PROFILE, WideSeams, WideSeamsSynthesizer, parse, strategies
+    from kokoro_server.engines.windows import CROSSFADE, FEATURE_CONTEXT
+    from kokoro_server.model_dir import style_for
+
+    chosen = strategies(parse("wide_seams"))
+    assert chosen.synthesizer is WideSeamsSynthesizer and chosen.sizer == Sizer(WIDE_SEAMS_PROFILE)
+    with pytest.raises(ValueError, match="no_halt and wide_seams exclude each other"):
+        parse("no_halt,wide_seams")
+    model, engine = tiny
+    phonemes = "ðɪs ɪz ɐ lˈɔŋɡɚ tˈɛst sˈɛntəns, sˈoʊ ɪt hɐz sˈɛvɹəl wˈɪndoʊz tə dɪkˈoʊd."
+    style = style_for(model.voices["af_heart"], phonemes)
+    wide = WideSeams(engine).begin(phonemes, style, 1.0)
+    audio = [wide.step(30), wide.step(30), wide.rest()]
+    assert [(w.lo, w.hi) for w in wide.windows[:2]] == [
+        (0, 30 + CROSSFADE + FEATURE_CONTEXT), (30 - FEATURE_CONTEXT, 60 + CROSSFADE + FEATURE_CONTEXT)]
+    assert sum(a.size for a in audio) == engine.synthesize(phonemes, style, 1.0).audio.size

@@ -65,7 +65,7 @@ def test_the_cut_graph_reproduces_the_whole_graph_bit_for_bit(
     long_input: tuple[str, np.ndarray, np.ndarray], one_shot: np.ndarray
 ) -> None:
     engine = ra.engine()
-    assert engine.windowed, "the packaged export must be cut into front, source and decoder"
+    assert engine.windowed, "the packaged export must be cut into front, source, decoder body and vocoder"
     phonemes, _, style = long_input
     options = ort.SessionOptions()
     options.log_severity_level = 3

@@ -105,12 +105,14 @@ class Profile:
     queued."""
     first_audio_weight: float = 1.0
     """What a second of waiting for a chunk's first window is worth in seconds of decoding."""
-    contention_waste: float = 0.2
+    contention_waste: float = 0.1
     """While another listener has work, the most of a window's decoding that may go to what nobody
     hears (context decoded twice, the call's fixed cost): the floor of rule 6, a window of at least
-    4x (context + fixed cost) at 0.2. The window planner before the sizer held others to 160 frames
-    (the same floor on the int8 onnx model); a floor of 1 s of decoding cut them to ~80 there and
-    four paragraphs at once took 1.2x a loop's time (docs/throughput.md)."""
+    9x (context + fixed cost) at 0.1: 180 frames on the int8 onnx model, whose seam renders 20
+    frames twice. At 0.2 the floor was 160 there while a seam rendered 40 (the window planner's
+    `continued`); with the cheaper seam 0.2 let it fall to 80, and four paragraphs at once decoded
+    1.11x the frames heard in ~59 calls instead of 1.065x in 40, 1.14x a loop's time
+    (docs/throughput.md). A floor of 1 s of decoding (~80 frames, 40 of context each) had read 1.2x."""
     context_before: int = CONTEXT
     """Frames rendered before a window that has one before it (windows.py): part of its price."""
     context_after: int = CROSSFADE + CONTEXT

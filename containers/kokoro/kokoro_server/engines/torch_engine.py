@@ -180,9 +180,10 @@ class TorchEngine:
 
     ``begin`` runs KModel's front (BERT, durations, alignment, F0 and energy, the text encoder)
     and the vocoder's harmonic source once per chunk, as the onnx engine does; each
-    ``Decoding.step`` runs ``KModel.decoder`` over one window of frames with its slice of that
-    source (:class:`SharedSource`). The windows' sines are then the one-shot render's (no new
-    random phase per window), and no window pays for a source of its own.
+    ``Decoding.step`` runs ``KModel.decoder``'s body over one window's features and their context
+    (torch_inference.decoder_body), then its vocoder over the window with its slice of that source
+    (:class:`SharedSource`). The windows' sines are then the one-shot render's (no new random phase
+    per window), and no window pays for a source of its own.
     """
 
     name = "torch"
