@@ -16,7 +16,7 @@ from hand_clock import HandClock
 
 from kokoro_server.engines import Synthesis
 from kokoro_server.engines.halt import Halt
-from kokoro_server.engines.windows import CONTEXT, CROSSFADE, Decode, Decoding
+from kokoro_server.engines.windows import CONTEXT, CROSSFADE, OPENING_CONTEXT, Decode, Decoding
 from kokoro_server.pace import PACE_INTERVAL_S, PaceMeter
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.sizing import Cost, Situation, Sizer
@@ -87,7 +87,8 @@ def test_each_window_is_what_the_sizer_gives_the_listeners_real_queue(queued_s: 
         size = Sizer().next_window(Situation(left=frames - done, started=bool(done), cost=cost,
                                              queued_s=queued_s + done * 0.025))
         end = min(frames, done + size)
-        expected.append((max(0, done - CONTEXT), frames if end == frames else end + CROSSFADE + CONTEXT))
+        after = CONTEXT if done else OPENING_CONTEXT
+        expected.append((max(0, done - CONTEXT), frames if end == frames else end + CROSSFADE + after))
         done = end
     assert calls == expected
     assert (len(calls) == 1) == (queued_s >= 3.0)  # 0.7 of 3 s covers the whole chunk: one window

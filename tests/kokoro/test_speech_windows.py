@@ -65,9 +65,8 @@ async def _say(synth: Synthesizer, text: str, *, owner: str = "session", after: 
 def test_a_sentence_spoken_while_earlier_audio_plays_is_one_window_exactly_as_one_shot() -> None:
     """Rule 3: the listener still has the long sentence's audio to hear (the clock stands still),
     which covers the next sentence's decoding: one window, the one-shot render. Another session's
-    listener, or this one once it has heard everything (the clock a minute on), starts small again.
-    A short sentence: one longer than 2 s of decoding at this pace is cut by rule 7 whatever the queue."""
-    (phonemes,) = ra.phonemizer().phonemize(SHORT, voice=VOICE, lang=LANG)
+    listener, or this one once it has heard everything (the clock a minute on), starts small again."""
+    (phonemes,) = ra.phonemizer().phonemize(NEXT, voice=VOICE, lang=LANG)
     style = style_for(ra.model().voices[VOICE], phonemes)
     one_shot = ra.engine().synthesize(phonemes, style, 1.0).audio
     fresh = ra.engine().begin(phonemes, style, 1.0)
@@ -76,10 +75,10 @@ def test_a_sentence_spoken_while_earlier_audio_plays_is_one_window_exactly_as_on
 
     async def body(synth: Synthesizer, now: list[float]) -> tuple[list[np.ndarray], ...]:
         first, long_windows = await _say(synth, LONG)
-        _, carried = await _say(synth, SHORT, after=first)
-        _, other_owner = await _say(synth, SHORT, owner="another session")  # its listener has nothing queued
+        _, carried = await _say(synth, NEXT, after=first)
+        _, other_owner = await _say(synth, NEXT, owner="another session")  # its listener has nothing queued
         now[0] += 60.0  # the listener has heard everything
-        _, restarted = await _say(synth, SHORT)
+        _, restarted = await _say(synth, NEXT)
         return long_windows, carried, other_owner, restarted
 
     long_windows, carried, other_owner, restarted = asyncio.run(_session(body))
@@ -147,7 +146,7 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
 
 def test_the_bench_variant_sizes_each_sentence_as_if_nothing_were_queued() -> None:
     async def body(synth: Synthesizer, now: list[float]) -> list[np.ndarray]:
-        speech = Speech(synth, owner="o", pieces=[LONG, SHORT], voice=VOICE, speed=1.0, lang=LANG)
+        speech = Speech(synth, owner="o", pieces=[LONG, NEXT], voice=VOICE, speed=1.0, lang=LANG)
         return [c.synthesis.audio async for c in speech]
 
     ours = asyncio.run(_session(body))

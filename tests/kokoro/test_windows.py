@@ -16,7 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kokoro_server.engines.windows import CONTEXT, CROSSFADE, FEATURE_CONTEXT, Decoding, feature_span, window
+from kokoro_server.engines.windows import (
+    CONTEXT,
+    CROSSFADE,
+    FEATURE_CONTEXT,
+    OPENING_CONTEXT,
+    Decoding,
+    feature_span,
+    window,
+)
 
 pytestmark = pytest.mark.kokoro
 
@@ -46,7 +54,8 @@ def test_windows_cover_every_frame_once_in_order_with_context_and_crossfade(size
     for w in windows:
         assert w.lo == max(0, w.start - CONTEXT)
         assert w.tail == (0 if w is windows[-1] else min(CROSSFADE, frames - w.end))
-        assert w.hi == (frames if w is windows[-1] else min(frames, w.end + w.tail + CONTEXT))
+        after = OPENING_CONTEXT if w.start == 0 else CONTEXT
+        assert w.hi == (frames if w is windows[-1] else min(frames, w.end + w.tail + after))
     assert calls == [(w.lo, w.hi) for w in windows]  # each window decoded once, in order
 
 
@@ -81,7 +90,8 @@ def test_rest_is_one_window_and_bad_shapes_are_refused() -> None:
     decoding = Decoding(frames=100, decode=_frame_exact_decoder(signal, calls))
     parts = [decoding.step(30), decoding.rest()]
     np.testing.assert_allclose(np.concatenate(parts), signal, atol=1e-3)
-    assert calls == [(0, 30 + CROSSFADE + CONTEXT), (30 - CONTEXT, 100)] and decoding.done and decoding.rest().size == 0
+    assert calls == [(0, 30 + CROSSFADE + OPENING_CONTEXT), (30 - CONTEXT, 100)]
+    assert decoding.done and decoding.rest().size == 0
     assert window(0, 500, 100) == window(0, 100, 100)  # a window never passes the chunk's end
     with pytest.raises(ValueError, match="own"):
         Decoding(frames=10, decode=_frame_exact_decoder(signal, [])).step(0)

@@ -59,7 +59,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .engines.windows import CONTEXT, CROSSFADE, FRAME_S
+from .engines.windows import CONTEXT, CROSSFADE, FRAME_S, OPENING_CONTEXT
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -116,7 +116,10 @@ class Profile:
     context_before: int = CONTEXT
     """Frames rendered before a window that has one before it (windows.py): part of its price."""
     context_after: int = CROSSFADE + CONTEXT
-    """Frames rendered after a window that is not its chunk's last (its crossfade tail and context)."""
+    """Frames rendered after a window that is not its chunk's first or last (its crossfade tail and
+    context)."""
+    opening_after: int = CROSSFADE + OPENING_CONTEXT
+    """Frames rendered after a chunk's first window, when it is not its last."""
 
     @property
     def seam(self) -> int:
@@ -205,6 +208,7 @@ def next_window(situation: Situation, profile: Profile) -> int:
     if s.cost.pace <= 0:
         return _bounded(s.left, s.left, s.cost, p)  # 1: a free decoder
     before = p.context_before if s.started else 0  # context decoded ahead of the window
+    after = p.context_after if s.started else p.opening_after  # and after it, unless it is the last
     rest_s = s.cost.decode_s(before + s.left)
     if s.queued_s <= 0 and not s.started and rest_s <= p.first_audio_s:
         return _bounded(s.left, s.left, s.cost, p)  # 2: a short chunk
@@ -217,8 +221,8 @@ def next_window(situation: Situation, profile: Profile) -> int:
     if s.others_s is not None:  # 6
         floor_s = _contended_floor_s(s.cost, p)
         allowed_s = max(p.headroom * s.others_s, floor_s)
-        if not _within(s.cost.decode_s(before + size + (p.context_after if size < s.left else 0)), allowed_s):
-            size = _covered(s.cost, allowed_s, before + p.context_after)
+        if not _within(s.cost.decode_s(before + size + (after if size < s.left else 0)), allowed_s):
+            size = _covered(s.cost, allowed_s, before + after)
         if allowed_s <= floor_s and (s.queued_s > 0 or s.ran_dry):  # no time to spare for context
             return _worth_its_context(_bounded(size, s.left, s.cost, p), s.left, s.cost, p)
     return _bounded(size, s.left, s.cost, p)  # 7
@@ -250,7 +254,8 @@ def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, profile: Profile | 
         done = sum(sizes)
         size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
         end = min(frames, done + size)
-        decoded = (p.context_before if done else 0) + (end - done) + (p.context_after if end < frames else 0)
+        after = p.context_after if done else p.opening_after
+        decoded = (p.context_before if done else 0) + (end - done) + (after if end < frames else 0)
         queued = max(0.0, queued - cost.decode_s(decoded)) + (end - done) * FRAME_S
         sizes.append(end - done)
     return sizes
@@ -262,8 +267,8 @@ def _opening(left: int, queued_s: float, cost: Cost, p: Profile) -> int:
     listener already hearing audio never waits for it: its first window decodes within ``headroom``
     of the queue where any does."""
     best = (False, False, math.inf, p.first_frames)  # (no stall, keeps up, score, size): in that order
-    for first in range(p.first_frames, min(left, _most(cost, p, context=p.context_after)) + 1):
-        first_s = cost.decode_s(first + (p.context_after if first < left else 0))
+    for first in range(p.first_frames, min(left, _most(cost, p, context=p.opening_after)) + 1):
+        first_s = cost.decode_s(first + (p.opening_after if first < left else 0))
         rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + first * FRAME_S, cost, p)
         score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
         no_stall = queued_s <= 0 or _within(first_s, p.headroom * queued_s)

@@ -9,10 +9,10 @@ The decoder has two parts with different reach. Its body (convolutions and insta
 1024 channels at the frame rate) sees FEATURE_CONTEXT frames of features on each side of what it
 decodes; the vocoder after it (upsampling to 24 kHz, about 96 % of a window's time on the int8
 model: bench/results/windowing.json, ``vocoder_share``) reaches about 4 frames, so it renders only
-CONTEXT frames of audio beyond a window's own (and its crossfade tail) on each side. An engine's
-:class:`Decode` renders frames [lo, hi) with the body's context around them: context decoded twice
-costs a seam a fifth of what the vocoder over the body's whole context did. The constants come
-from bench/windowing.py (bench/results/windowing.json).
+CONTEXT frames of audio beyond a window's own (and its crossfade tail) on each side, except after
+a chunk's first window (OPENING_CONTEXT). An engine's :class:`Decode` renders frames [lo, hi) with
+the body's context around them: a seam after the first renders 20 frames twice where it rendered
+40. The constants come from bench/windowing.py (bench/results/windowing.json).
 
 Only the mechanics live here: how large each window is, is the job sizer's decision
 (kokoro_server/sizing.py), passed to each :meth:`Decoding.step`. An engine runs its front once,
@@ -42,6 +42,11 @@ CROSSFADE = 8
 FEATURE_CONTEXT = 20
 """Frames of features the decoder's body sees on each side of the frames it renders (an engine's
 :class:`Decode`; clipped at the chunk's ends)."""
+OPENING_CONTEXT = FEATURE_CONTEXT
+"""Frames of audio rendered past a chunk's first window and its crossfade tail. The vocoder
+normalises over the span it renders, and a first window is short: with CONTEXT there, the first
+words of a short sentence cut in two were heard wrong ("Meet me at nine fifteen" as "maybe at nine
+fifteen", tests/kokoro/test_normalize_by_ear.py), as they were not with the body's whole context."""
 
 
 def feature_span(lo: int, hi: int, frames: int, context: int = FEATURE_CONTEXT) -> tuple[int, int]:
@@ -61,13 +66,15 @@ class Window:
     tail: int
 
 
-def window(start: int, own: int, frames: int, *, context: int = CONTEXT, crossfade: int = CROSSFADE) -> Window:
+def window(start: int, own: int, frames: int, *, context: int = CONTEXT, crossfade: int = CROSSFADE,
+           opening: int = OPENING_CONTEXT) -> Window:
     """The window of ``own`` frames from ``start`` in a chunk of ``frames`` (the last one has no
-    context and no crossfade after it)."""
+    context and no crossfade after it; the first has ``opening`` frames after it)."""
     end = min(frames, start + own)
     last = end >= frames
     tail = 0 if last else min(crossfade, frames - end)
-    return Window(start, end, max(0, start - context), frames if last else min(frames, end + tail + context), tail)
+    after = opening if start == 0 else context
+    return Window(start, end, max(0, start - context), frames if last else min(frames, end + tail + after), tail)
 
 
 class Joiner:
@@ -111,19 +118,20 @@ class Decoding:
 
     def __init__(
         self, *, frames: int, decode: Decode, durations: np.ndarray | None = None, context: int = CONTEXT,
-        crossfade: int = CROSSFADE,
+        crossfade: int = CROSSFADE, opening: int = OPENING_CONTEXT,
     ) -> None:
         if frames < 1:
             raise ValueError(f"frames: must be at least 1, got {frames}")
-        if crossfade < 0 or context < 0:
-            raise ValueError(f"context and crossfade: must be 0 or more frames, got {context} and {crossfade}")
+        if min(crossfade, context, opening) < 0:
+            raise ValueError(f"context, opening and crossfade: must be 0 or more frames, got {context}, {opening} "
+                             f"and {crossfade}")
         self.frames = frames
         self.durations = durations
         self.samples_per_frame = 0  # known after the first step (word timestamps map frames to samples)
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
         self.decoded_last = 0  # frames the last step rendered (own, tail and context): the cost is fitted to them
         self.windows: list[Window] = []  # decoded so far, in order
-        self._context, self._crossfade = context, crossfade
+        self._context, self._crossfade, self._opening = context, crossfade, opening
         self._next = 0
         self._joiner: Joiner | None = None
         self._lock = threading.Lock()
@@ -150,7 +158,8 @@ class Decoding:
         with self._lock:
             if self.done:
                 raise RuntimeError("every window is already decoded")
-            w = window(self._next, own, self.frames, context=self._context, crossfade=self._crossfade)
+            w = window(self._next, own, self.frames, context=self._context, crossfade=self._crossfade,
+                       opening=self._opening)
             decoded = np.asarray(self.decode(w.lo, w.hi, halt), dtype=np.float32).reshape(-1)
             per_frame, rest = divmod(decoded.size, w.hi - w.lo)
             if rest or per_frame == 0:
