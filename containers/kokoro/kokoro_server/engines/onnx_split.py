@@ -67,20 +67,19 @@ def split_graph(path: Path, *, tokens: str, style: str, speed: str, audio: str) 
     extractor = onnx.utils.Extractor(model)
     front = extractor.extract_model([tokens, style, speed], list(front_outputs))
     source = extractor.extract_model([F0], [SOURCE])
-    decoder = extractor.extract_model([FEATURES, F0, ENERGY, style, SOURCE], [audio])
-    inputs = {i.name for i in decoder.graph.input}
-    if inputs != {FEATURES, F0, ENERGY, style, SOURCE}:  # the decoder reaches back past the cut
-        log.warning("%s: the decoder needs %s besides the cut: decoding in one shot", path.name, sorted(inputs))
-        return None
-    parts = {"front": front.SerializeToString(), "source": source.SerializeToString()}
-    if BODY in produced:
+    parts = {"front": front.SerializeToString(), "source": source.SerializeToString(),
+             "front_outputs": front_outputs, "style_input": style, "audio_output": audio}
+    if BODY in produced:  # body and vocoder within the cut imply the decoder they make up is
         body = extractor.extract_model([FEATURES, F0, ENERGY, style], [BODY])
         vocoder = extractor.extract_model([BODY, F0, style, SOURCE], [audio])
         if {i.name for i in body.graph.input} == {FEATURES, F0, ENERGY, style} and \
                 {i.name for i in vocoder.graph.input} <= {BODY, F0, style, SOURCE}:
             return SplitGraph(**parts, decoder=None, body=body.SerializeToString(),
-                              vocoder=vocoder.SerializeToString(), front_outputs=front_outputs, style_input=style,
-                              audio_output=audio)
+                              vocoder=vocoder.SerializeToString())
+    decoder = extractor.extract_model([FEATURES, F0, ENERGY, style, SOURCE], [audio])
+    inputs = {i.name for i in decoder.graph.input}
+    if inputs != {FEATURES, F0, ENERGY, style, SOURCE}:  # the decoder reaches back past the cut
+        log.warning("%s: the decoder needs %s besides the cut: decoding in one shot", path.name, sorted(inputs))
+        return None
     log.info("%s: no vocoder input to cut at: each window runs the whole decoder", path.name)
-    return SplitGraph(**parts, decoder=decoder.SerializeToString(), body=None, vocoder=None,
-                      front_outputs=front_outputs, style_input=style, audio_output=audio)
+    return SplitGraph(**parts, decoder=decoder.SerializeToString(), body=None, vocoder=None)
