@@ -52,12 +52,12 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 def alone(frames: int, cost: Any) -> list[Any]:
     """The windows the server's sizer gives a chunk of ``frames`` alone at ``cost`` (sizing.sizes_alone)."""
-    from kokoro_server.engines.windows import window
+    from kokoro_server.engines.windows import Seams
     from kokoro_server.sizing import Sizer, sizes_alone
 
     spans, start = [], 0
     for size in sizes_alone(frames, Sizer(), cost):
-        spans.append(window(start, size, frames))
+        spans.append(Seams().window(start, size, frames))
         start += size
     return spans
 

@@ -31,7 +31,7 @@ import numpy as np
 from kokoro_server.__main__ import Strategies
 from kokoro_server.engines import Decoding, Engine, Synthesis
 from kokoro_server.engines.halt import Halt
-from kokoro_server.engines.windows import CROSSFADE, FEATURE_CONTEXT
+from kokoro_server.engines.windows import FEATURE_CONTEXT, Seams
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.sizing import JobSizer, Profile, Situation, Sizer
 from kokoro_server.synth import Synthesizer
@@ -96,6 +96,10 @@ class NoHaltSynthesizer(Synthesizer):
         return super()._queue(owner, run, Halt(), then, queues)  # the job watches its own halt, never set
 
 
+WIDE = Seams(context=FEATURE_CONTEXT, opening=FEATURE_CONTEXT)
+"""The seams of :class:`WideSeams`: the body's whole context rendered on both sides of every window."""
+
+
 class WideSeams:
     """An engine whose windows render the whole decoder over FEATURE_CONTEXT frames around them."""
 
@@ -109,8 +113,7 @@ class WideSeams:
         def decode(lo: int, hi: int, halt: Halt | None = None, *, reach: int = 0) -> np.ndarray:
             return inner.decode(lo, hi, halt, reach=reach)  # the body over the span the vocoder renders
 
-        return Decoding(frames=inner.frames, decode=decode, durations=inner.durations, context=FEATURE_CONTEXT,
-                        crossfade=CROSSFADE)
+        return Decoding(frames=inner.frames, decode=decode, durations=inner.durations, seams=WIDE)
 
     def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
         return self.engine.synthesize(phonemes, style, speed)
@@ -123,8 +126,7 @@ class WideSeamsSynthesizer(Synthesizer):
         super().__init__(engine=WideSeams(engine), **rest)
 
 
-WIDE_SEAMS_PROFILE = Profile(context_before=FEATURE_CONTEXT, context_after=CROSSFADE + FEATURE_CONTEXT,
-                             contention_waste=0.2)
+WIDE_SEAMS_PROFILE = Profile(seams=WIDE, contention_waste=0.2)
 SIZERS: dict[str, Callable[[], JobSizer]] = {
     "one_shot": OneShotSizer, "windowed_per_chunk": PerChunkSizer, "sentence_jobs": SentenceJobsSizer,
     "wide_seams": lambda: Sizer(WIDE_SEAMS_PROFILE)}

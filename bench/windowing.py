@@ -81,9 +81,10 @@ class Shape:
 def reshaped(decoding: Decoding, shape: Shape) -> Decoding:
     """The same front's frames, decoded with ``shape``'s context and crossfade."""
     from kokoro_server.engines import Decoding
+    from kokoro_server.engines.windows import Seams
 
     return Decoding(frames=decoding.frames, decode=decoding.decode, durations=decoding.durations,
-                    context=shape.context, crossfade=shape.crossfade)
+                    seams=Seams(context=shape.context, crossfade=shape.crossfade))
 VOICE = "af_heart"  # English (kokoro 0.9.4 sdist, in the packaged directory since make install fetches it)
 
 

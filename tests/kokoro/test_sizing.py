@@ -147,8 +147,8 @@ def _late_s(answer: tuple[int, ...], *, real: float, planned: float) -> float:
             queued = 0.0 if runs_out is None else max(0.0, runs_out - clock)
             size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
             end = min(frames, done + size)
-            after = CPU.context_after if done else CPU.opening_after
-            decoded = (CPU.context_before if done else 0) + (end - done) + (after if end < frames else 0)
+            seams = CPU.seams
+            decoded = seams.before(bool(done)) + (end - done) + (seams.after(bool(done)) if end < frames else 0)
             clock += decoded * frame * real
             if runs_out is None:
                 runs_out = clock + 0.08  # the page starts the first chunk 80 ms on (LEAD_S)

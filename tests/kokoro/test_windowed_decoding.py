@@ -22,7 +22,7 @@ from waiting import wait_until_async
 from bench.audio_metrics import jumps, largest_jump_near, log_mel_distance
 from kokoro_server.engines import Decoding, Engine, Synthesis, load_engine
 from kokoro_server.engines.halt import Halt
-from kokoro_server.engines.windows import CROSSFADE, FEATURE_CONTEXT
+from kokoro_server.engines.windows import CROSSFADE, FEATURE_CONTEXT, Seams
 from kokoro_server.model_dir import open_model_dir, style_for
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.sizing import Cost, Profile, Situation, Sizer
@@ -203,7 +203,7 @@ def test_torch_engine_decodes_in_windows_too(tiny_model: Path) -> None:
     whole = engine.synthesize(phonemes, style, 1.0)
     def windowed(decoding: Decoding) -> list[np.ndarray]:
         small = Decoding(frames=decoding.frames, decode=decoding.decode, durations=decoding.durations,
-                         context=4, crossfade=2)
+                         seams=Seams(context=4, crossfade=2))
         return [small.step(size) for size in (4, 8, 16, small.frames)[:3]] + [small.rest()]
 
     decoding = engine.begin(phonemes, style, 1.0)

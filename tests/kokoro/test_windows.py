@@ -22,8 +22,8 @@ from kokoro_server.engines.windows import (
     FEATURE_CONTEXT,
     OPENING_CONTEXT,
     Decoding,
+    Seams,
     feature_span,
-    window,
 )
 
 pytestmark = pytest.mark.kokoro
@@ -75,7 +75,7 @@ def test_windows_of_a_frame_exact_decoder_join_to_the_one_shot_signal(frames: in
 def test_a_seam_between_different_renders_is_a_smooth_blend() -> None:
     """Two windows that disagree (a constant 0 then 1) meet through a monotonic ramp, no step."""
     frames = 60
-    decoding = Decoding(frames=frames, context=8, crossfade=8,
+    decoding = Decoding(frames=frames, seams=Seams(context=8, crossfade=8),
                         decode=lambda lo, hi, halt=None, **_: np.full((hi - lo) * PER_FRAME, float(lo > 0), np.float32))
     audio = np.concatenate([decoding.step(20), decoding.step(20), decoding.step(20)])
     assert audio.size == frames * PER_FRAME
@@ -92,11 +92,11 @@ def test_rest_is_one_window_and_bad_shapes_are_refused() -> None:
     np.testing.assert_allclose(np.concatenate(parts), signal, atol=1e-3)
     assert calls == [(0, 30 + CROSSFADE + OPENING_CONTEXT), (30 - CONTEXT, 100)]
     assert decoding.done and decoding.rest().size == 0
-    assert window(0, 500, 100) == window(0, 100, 100)  # a window never passes the chunk's end
+    assert Seams().window(0, 500, 100) == Seams().window(0, 100, 100)  # a window never passes the chunk's end
     with pytest.raises(ValueError, match="own"):
         Decoding(frames=10, decode=_frame_exact_decoder(signal, [])).step(0)
     with pytest.raises(ValueError, match="crossfade"):
-        Decoding(frames=10, decode=_frame_exact_decoder(signal, []), context=4, crossfade=-1)
+        Seams(context=4, crossfade=-1)
     with pytest.raises(ValueError, match="frames"):
         Decoding(frames=0, decode=_frame_exact_decoder(signal, []))
 

@@ -3,7 +3,7 @@ what a decoder call costs.
 
 The model runs one job at a time, and a job decodes one window of a chunk (a sentence's 25 ms
 frames), plus context decoded and thrown away so the window's edges sound as in one pass
-(``context_before`` frames before it, ``context_after`` after it: engines/windows.py). Larger
+(engines/windows.py's Seams, which the profile prices windows by). Larger
 windows cost less per frame (a call's fixed cost and its context are paid once per window) but
 hold the engine longer, and meanwhile this speech's listener, and every other listener with work
 queued, must have audio to hear. So:
@@ -59,7 +59,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from .engines.windows import CONTEXT, CROSSFADE, FRAME_S, OPENING_CONTEXT
+from .engines.windows import FRAME_S, Seams
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,18 +113,9 @@ class Profile:
     `continued`); with the cheaper seam 0.2 let it fall to 80, and four paragraphs at once decoded
     1.11x the frames heard in ~59 calls instead of 1.065x in 40, 1.14x a loop's time
     (docs/throughput.md). A floor of 1 s of decoding (~80 frames, 40 of context each) had read 1.2x."""
-    context_before: int = CONTEXT
-    """Frames rendered before a window that has one before it (windows.py): part of its price."""
-    context_after: int = CROSSFADE + CONTEXT
-    """Frames rendered after a window that is not its chunk's first or last (its crossfade tail and
-    context)."""
-    opening_after: int = CROSSFADE + OPENING_CONTEXT
-    """Frames rendered after a chunk's first window, when it is not its last."""
-
-    @property
-    def seam(self) -> int:
-        """Frames a middle window renders beyond its own."""
-        return self.context_before + self.context_after
+    seams: Seams = Seams()
+    """What a window renders beyond its own frames (windows.py): part of its price. The windows
+    decoded must render by the same (the engines' Decoding does, by default)."""
 
     def __post_init__(self) -> None:
         if self.first_frames < 1:
@@ -207,8 +198,7 @@ def next_window(situation: Situation, profile: Profile) -> int:
         raise ValueError(f"left: must be at least 1 frame, got {s.left}")
     if s.cost.pace <= 0:
         return _bounded(s.left, s.left, s.cost, p)  # 1: a free decoder
-    before = p.context_before if s.started else 0  # context decoded ahead of the window
-    after = p.context_after if s.started else p.opening_after  # and after it, unless it is the last
+    before, after = p.seams.before(s.started), p.seams.after(s.started)  # after: unless it is the last
     rest_s = s.cost.decode_s(before + s.left)
     if s.queued_s <= 0 and not s.started and rest_s <= p.first_audio_s:
         return _bounded(s.left, s.left, s.cost, p)  # 2: a short chunk
@@ -254,8 +244,7 @@ def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, profile: Profile | 
         done = sum(sizes)
         size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
         end = min(frames, done + size)
-        after = p.context_after if done else p.opening_after
-        decoded = (p.context_before if done else 0) + (end - done) + (after if end < frames else 0)
+        decoded = p.seams.before(bool(done)) + (end - done) + (p.seams.after(bool(done)) if end < frames else 0)
         queued = max(0.0, queued - cost.decode_s(decoded)) + (end - done) * FRAME_S
         sizes.append(end - done)
     return sizes
@@ -267,8 +256,9 @@ def _opening(left: int, queued_s: float, cost: Cost, p: Profile) -> int:
     listener already hearing audio never waits for it: its first window decodes within ``headroom``
     of the queue where any does."""
     best = (False, False, math.inf, p.first_frames)  # (no stall, keeps up, score, size): in that order
-    for first in range(p.first_frames, min(left, _most(cost, p, context=p.opening_after)) + 1):
-        first_s = cost.decode_s(first + (p.opening_after if first < left else 0))
+    opening = p.seams.after(False)
+    for first in range(p.first_frames, min(left, _most(cost, p, context=opening)) + 1):
+        first_s = cost.decode_s(first + (opening if first < left else 0))
         rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + first * FRAME_S, cost, p)
         score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
         no_stall = queued_s <= 0 or _within(first_s, p.headroom * queued_s)
@@ -282,13 +272,13 @@ def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, b
     the seconds it takes, and whether every window decodes within its queue."""
     spent, keeps_up = 0.0, True
     while left > 0:
-        rest_s = cost.decode_s(p.context_before + left)
+        rest_s = cost.decode_s(p.seams.before(True) + left)
         if _within(rest_s, p.headroom * queued_s):
             return spent + rest_s, keeps_up
         covered = _later(queued_s, cost, p)
         keeps_up = keeps_up and covered is not None
         own = _bounded(covered or _most(cost, p), left, cost, p)
-        window_s = cost.decode_s(p.context_before + own + (p.context_after if own < left else 0))
+        window_s = cost.decode_s(p.seams.before(True) + own + (p.seams.after(True) if own < left else 0))
         spent += window_s
         queued_s = max(0.0, queued_s - window_s) + own * FRAME_S
         left -= own
@@ -298,19 +288,19 @@ def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, b
 def _later(queued_s: float, cost: Cost, p: Profile) -> int | None:
     """Rule 5: the own frames ``headroom`` of the queue covers; None when that is no useful window
     (the decoder has fallen behind)."""
-    own = _covered(cost, p.headroom * queued_s, p.seam)
+    own = _covered(cost, p.headroom * queued_s, p.seams.middle)
     return own if own >= p.first_frames else None
 
 
 def _contended_floor_s(cost: Cost, p: Profile) -> float:
     """Rule 6's floor: the decoding of the smallest middle window worth its call."""
-    return cost.decode_s(_worth_a_call(cost, p) + p.seam)
+    return cost.decode_s(_worth_a_call(cost, p) + p.seams.middle)
 
 
 def _worth_a_call(cost: Cost, p: Profile) -> int:
     """Own frames of the smallest middle window whose context and fixed cost are at most
     ``contention_waste`` of its decoding (own >= (1 - waste) / waste x what nobody hears)."""
-    unheard = p.seam + cost.overhead / (FRAME_S * cost.pace)  # in frames' worth of decoding
+    unheard = p.seams.middle + cost.overhead / (FRAME_S * cost.pace)  # in frames' worth of decoding
     return math.ceil(unheard * (1 - p.contention_waste) / p.contention_waste)
 
 
@@ -343,7 +333,7 @@ def _most(cost: Cost, p: Profile, *, context: int | None = None) -> int:
     ``first_frames``."""
     if cost.pace <= 0:
         return p.largest
-    within = _covered(cost, p.longest_s, p.seam if context is None else context)
+    within = _covered(cost, p.longest_s, p.seams.middle if context is None else context)
     return max(p.first_frames, min(p.largest, max(within, _worth_a_call(cost, p))))
 
 

@@ -15,7 +15,8 @@ the body's context around them: a seam after the first renders 20 frames twice w
 40. The constants come from bench/windowing.py (bench/results/windowing.json).
 
 Only the mechanics live here: how large each window is, is the job sizer's decision
-(kokoro_server/sizing.py), passed to each :meth:`Decoding.step`. An engine runs its front once,
+(kokoro_server/sizing.py), passed to each :meth:`Decoding.step`; what each window renders around
+its own frames is :class:`Seams`, which the sizer prices windows by. An engine runs its front once,
 then hands :class:`Decoding` a function that decodes frames [lo, hi); each step decodes one window
 and returns the audio that is final, so the caller can send it before the next window is decoded.
 """
@@ -66,15 +67,42 @@ class Window:
     tail: int
 
 
-def window(start: int, own: int, frames: int, *, context: int = CONTEXT, crossfade: int = CROSSFADE,
-           opening: int = OPENING_CONTEXT) -> Window:
-    """The window of ``own`` frames from ``start`` in a chunk of ``frames`` (the last one has no
-    context and no crossfade after it; the first has ``opening`` frames after it)."""
-    end = min(frames, start + own)
-    last = end >= frames
-    tail = 0 if last else min(crossfade, frames - end)
-    after = opening if start == 0 else context
-    return Window(start, end, max(0, start - context), frames if last else min(frames, end + tail + after), tail)
+@dataclass(frozen=True)
+class Seams:
+    """What a window renders beyond its own frames: ``context`` before it (none before a chunk's
+    first) and, unless it is its chunk's last, its ``crossfade`` tail and ``context`` after it
+    (``opening`` after a chunk's first). The one place this is decided: :class:`Decoding` renders
+    by it and the job sizer prices windows by it (sizing.Profile)."""
+
+    context: int = CONTEXT
+    crossfade: int = CROSSFADE
+    opening: int = OPENING_CONTEXT
+
+    def __post_init__(self) -> None:
+        if min(self.context, self.crossfade, self.opening) < 0:
+            raise ValueError(f"context, opening and crossfade: must be 0 or more frames, got {self.context}, "
+                             f"{self.opening} and {self.crossfade}")
+
+    def before(self, started: bool) -> int:
+        """Frames rendered before a window (``started``: it is not its chunk's first)."""
+        return self.context if started else 0
+
+    def after(self, started: bool) -> int:
+        """Frames rendered after a window that is not its chunk's last."""
+        return self.crossfade + (self.context if started else self.opening)
+
+    @property
+    def middle(self) -> int:
+        """Frames a window with windows on both sides renders beyond its own: a seam's price."""
+        return self.before(True) + self.after(True)
+
+    def window(self, start: int, own: int, frames: int) -> Window:
+        """The window of ``own`` frames from ``start`` in a chunk of ``frames``, clipped to it."""
+        end = min(frames, start + own)
+        lo = max(0, start - self.before(start > 0))
+        if end >= frames:
+            return Window(start, end, lo, frames, 0)
+        return Window(start, end, lo, min(frames, end + self.after(start > 0)), min(self.crossfade, frames - end))
 
 
 class Joiner:
@@ -117,21 +145,17 @@ class Decoding:
     serialized (one job of a chunk runs at a time)."""
 
     def __init__(
-        self, *, frames: int, decode: Decode, durations: np.ndarray | None = None, context: int = CONTEXT,
-        crossfade: int = CROSSFADE, opening: int = OPENING_CONTEXT,
+        self, *, frames: int, decode: Decode, durations: np.ndarray | None = None, seams: Seams = Seams(),
     ) -> None:
         if frames < 1:
             raise ValueError(f"frames: must be at least 1, got {frames}")
-        if min(crossfade, context, opening) < 0:
-            raise ValueError(f"context, opening and crossfade: must be 0 or more frames, got {context}, {opening} "
-                             f"and {crossfade}")
         self.frames = frames
         self.durations = durations
         self.samples_per_frame = 0  # known after the first step (word timestamps map frames to samples)
         self.decode = decode  # frames [lo, hi) -> audio, no crossfade: for measurements
         self.decoded_last = 0  # frames the last step rendered (own, tail and context): the cost is fitted to them
         self.windows: list[Window] = []  # decoded so far, in order
-        self._context, self._crossfade, self._opening = context, crossfade, opening
+        self.seams = seams
         self._next = 0
         self._joiner: Joiner | None = None
         self._lock = threading.Lock()
@@ -158,8 +182,7 @@ class Decoding:
         with self._lock:
             if self.done:
                 raise RuntimeError("every window is already decoded")
-            w = window(self._next, own, self.frames, context=self._context, crossfade=self._crossfade,
-                       opening=self._opening)
+            w = self.seams.window(self._next, own, self.frames)
             decoded = np.asarray(self.decode(w.lo, w.hi, halt), dtype=np.float32).reshape(-1)
             per_frame, rest = divmod(decoded.size, w.hi - w.lo)
             if rest or per_frame == 0:
@@ -167,7 +190,7 @@ class Decoding:
             self.samples_per_frame = per_frame
             self.decoded_last = w.hi - w.lo
             if self._joiner is None:
-                self._joiner = Joiner(crossfade_samples=self._crossfade * per_frame)
+                self._joiner = Joiner(crossfade_samples=self.seams.crossfade * per_frame)
             own_audio = decoded[(w.start - w.lo) * per_frame:(w.end + w.tail - w.lo) * per_frame]
             self._next = w.end
             self.windows.append(w)
