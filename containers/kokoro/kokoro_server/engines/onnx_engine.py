@@ -162,7 +162,7 @@ class OnnxEngine:
         verify_weights(model)
         self.device, self._providers = pick_providers(device)
         self.threads = intra_op_threads()
-        self._options = _session_options(self.threads)
+        self._options = session_options(self.threads)
         whole = self._open(model.weights, str(model.weights))
         self._sig = _signature(whole, model.weights)
         self._vocab = dict(model.vocab)
@@ -286,7 +286,9 @@ class OnnxEngine:
         return Synthesis(audio=decoding.rest(), durations=decoding.durations)
 
 
-def _session_options(threads: int) -> ort.SessionOptions:
+def session_options(threads: int) -> ort.SessionOptions:
+    """The engine's onnxruntime options with ``threads`` intra-op threads (bench/onnx_lanes.py
+    compares counts on these)."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
