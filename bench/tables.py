@@ -57,7 +57,8 @@ TABLES: tuple[Table, ...] = (
     *(Table(name=name, sources=(source,), render=functools.partial(render.paired_arrivals, source=source))
       for name, source in (("paired-arrivals", "overload/longest.json"),
                            ("paired-arrivals-dry", "overload/dry_floor.json"),
-                           ("paired-arrivals-planner", "overload/floor_vs_planner.json"))),
+                           ("paired-arrivals-planner", "overload/floor_vs_planner.json"),
+                           ("paired-arrivals-cut", "overload/cut_vs_before.json"))),
     Table(name="capacity", sources=("capacity.json",), render=render.capacity),
     Table(name="codec-quality", sources=("codec_quality.json",), render=render.codec_quality),
     Table(name="windowing", sources=("windowing.json",), render=render.windowing),
