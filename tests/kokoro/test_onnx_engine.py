@@ -21,6 +21,7 @@ from kokoro_server.config import ConfigError
 from kokoro_server.engines import MAX_PHONEMES, EngineError, load_engine
 from kokoro_server.engines.onnx_engine import OnnxEngine, intra_op_threads, pick_providers
 from kokoro_server.model_dir import ModelDir, ModelDirError, open_model_dir, style_for
+from kokoro_server.sizing import profile_for
 
 pytestmark = pytest.mark.kokoro
 
@@ -64,6 +65,7 @@ def test_load_engine_picks_onnx_from_the_manifest(model: ModelDir, engine: OnnxE
     assert isinstance(engine, OnnxEngine)
     assert (engine.name, engine.device) == ("onnx", "cpu")
     assert model.weights.name == model.manifest["weights"]
+    assert engine.begin(PHONEMES, style(model), 1.0).seams == profile_for(engine.device).seams  # priced as rendered
 
 
 def test_synthesis_is_float32_mono_speech_and_deterministic(

@@ -8,8 +8,10 @@ docstring decides it.
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
+from kokoro_server.engines.windows import Decoding
 from kokoro_server.sizing import (
     PROFILES,
     Cost,
@@ -116,6 +118,19 @@ def test_a_chunks_windows_cover_it_once_and_none_is_a_sliver(left: int, cost: Co
 ])
 def test_alone_a_chunk_starts_small_and_then_grows(cost: Cost, frames: int, sizes: list[int]) -> None:
     assert sizes_alone(frames, Sizer(profile_for("cuda" if cost is FAST else "cpu")), cost) == sizes
+
+
+def test_every_profile_prices_the_seams_a_decoding_renders() -> None:
+    """A window priced with less context than it renders would hold the decoder longer than its
+    listener's queue covers (windows.Seams is the one place both read; the engines decode with
+    its defaults)."""
+    rendered = Decoding(frames=100, decode=lambda lo, hi, halt=None, **_: np.zeros((hi - lo) * 600, np.float32))
+    assert all(profile.seams == rendered.seams for profile in PROFILES.values())
+    rendered.step(30)
+    rendered.step(30)
+    first, middle = rendered.windows
+    assert first.hi - first.end == rendered.seams.after(False)
+    assert (middle.start - middle.lo) + (middle.hi - middle.end) == rendered.seams.middle
 
 
 def test_the_device_picks_the_profile() -> None:

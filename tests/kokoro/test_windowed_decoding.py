@@ -25,7 +25,7 @@ from kokoro_server.engines.halt import Halt
 from kokoro_server.engines.windows import CROSSFADE, FEATURE_CONTEXT, Seams
 from kokoro_server.model_dir import open_model_dir, style_for
 from kokoro_server.scheduler import Scheduler
-from kokoro_server.sizing import Cost, Profile, Situation, Sizer
+from kokoro_server.sizing import Cost, Profile, Situation, Sizer, profile_for
 from kokoro_server.speech import Speech
 from kokoro_server.synth import Synthesizer
 
@@ -207,6 +207,7 @@ def test_torch_engine_decodes_in_windows_too(tiny_model: Path) -> None:
         return [small.step(size) for size in (4, 8, 16, small.frames)[:3]] + [small.rest()]
 
     decoding = engine.begin(phonemes, style, 1.0)
+    assert decoding.seams == profile_for(engine.device).seams  # the sizer prices what it renders
     parts = windowed(decoding)
     assert len(parts) >= 3
     assert sum(p.size for p in parts) == whole.audio.size
