@@ -198,8 +198,7 @@ def next_window(situation: Situation, profile: Profile) -> int:
         raise ValueError(f"left: must be at least 1 frame, got {s.left}")
     if s.cost.pace <= 0:
         return _bounded(s.left, s.left, s.cost, p)  # 1: a free decoder
-    before, after = p.seams.before(s.started), p.seams.after(s.started)  # after: unless it is the last
-    rest_s = s.cost.decode_s(before + s.left)
+    rest_s = s.cost.decode_s(p.seams.rendered(s.left, started=s.started, last=True))
     if s.queued_s <= 0 and not s.started and rest_s <= p.first_audio_s:
         return _bounded(s.left, s.left, s.cost, p)  # 2: a short chunk
     if _within(rest_s, p.headroom * s.queued_s):
@@ -211,8 +210,8 @@ def next_window(situation: Situation, profile: Profile) -> int:
     if s.others_s is not None:  # 6
         floor_s = _contended_floor_s(s.cost, p)
         allowed_s = max(p.headroom * s.others_s, floor_s)
-        if not _within(s.cost.decode_s(before + size + (after if size < s.left else 0)), allowed_s):
-            size = _covered(s.cost, allowed_s, before + after)
+        if not _within(s.cost.decode_s(p.seams.rendered(size, started=s.started, last=size >= s.left)), allowed_s):
+            size = _covered(s.cost, allowed_s, p.seams.before(s.started) + p.seams.after(s.started))
         if allowed_s <= floor_s and (s.queued_s > 0 or s.ran_dry):  # no time to spare for context
             return _worth_its_context(_bounded(size, s.left, s.cost, p), s.left, s.cost, p)
     return _bounded(size, s.left, s.cost, p)  # 7
@@ -244,7 +243,7 @@ def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, profile: Profile | 
         done = sum(sizes)
         size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
         end = min(frames, done + size)
-        decoded = p.seams.before(bool(done)) + (end - done) + (p.seams.after(bool(done)) if end < frames else 0)
+        decoded = p.seams.rendered(end - done, started=bool(done), last=end >= frames)
         queued = max(0.0, queued - cost.decode_s(decoded)) + (end - done) * FRAME_S
         sizes.append(end - done)
     return sizes
@@ -256,9 +255,8 @@ def _opening(left: int, queued_s: float, cost: Cost, p: Profile) -> int:
     listener already hearing audio never waits for it: its first window decodes within ``headroom``
     of the queue where any does."""
     best = (False, False, math.inf, p.first_frames)  # (no stall, keeps up, score, size): in that order
-    opening = p.seams.after(False)
-    for first in range(p.first_frames, min(left, _most(cost, p, context=opening)) + 1):
-        first_s = cost.decode_s(first + (opening if first < left else 0))
+    for first in range(p.first_frames, min(left, _most(cost, p, context=p.seams.after(False))) + 1):
+        first_s = cost.decode_s(p.seams.rendered(first, started=False, last=first >= left))
         rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + first * FRAME_S, cost, p)
         score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
         no_stall = queued_s <= 0 or _within(first_s, p.headroom * queued_s)
@@ -272,13 +270,13 @@ def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, b
     the seconds it takes, and whether every window decodes within its queue."""
     spent, keeps_up = 0.0, True
     while left > 0:
-        rest_s = cost.decode_s(p.seams.before(True) + left)
+        rest_s = cost.decode_s(p.seams.rendered(left, started=True, last=True))
         if _within(rest_s, p.headroom * queued_s):
             return spent + rest_s, keeps_up
         covered = _later(queued_s, cost, p)
         keeps_up = keeps_up and covered is not None
         own = _bounded(covered or _most(cost, p), left, cost, p)
-        window_s = cost.decode_s(p.seams.before(True) + own + (p.seams.after(True) if own < left else 0))
+        window_s = cost.decode_s(p.seams.rendered(own, started=True, last=own >= left))
         spent += window_s
         queued_s = max(0.0, queued_s - window_s) + own * FRAME_S
         left -= own

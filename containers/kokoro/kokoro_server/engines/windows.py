@@ -91,6 +91,10 @@ class Seams:
         """Frames rendered after a window that is not its chunk's last."""
         return self.crossfade + (self.context if started else self.opening)
 
+    def rendered(self, own: int, *, started: bool, last: bool) -> int:
+        """Frames a window of ``own`` frames renders, its context and tail included: its price."""
+        return self.before(started) + own + (0 if last else self.after(started))
+
     @property
     def middle(self) -> int:
         """Frames a window with windows on both sides renders beyond its own: a seam's price."""
