@@ -103,6 +103,7 @@ def score(heard: list[list[str]], audio: list[np.ndarray], texts: tuple[str, ...
     others = [texts[(i + 1) % len(texts)] for i in range(len(texts))]
     against_other = [ra.wer(h, t) * len(ra.words(t)) for h, t in zip(heard, others)]
     return {
+        "errors": round(sum(errors)),  # words the recognizer got wrong, pooled (edit distance: whole words)
         "wer": round(sum(errors) / sum(words), 4),
         "wer_other_sentence": round(sum(against_other) / sum(len(ra.words(t)) for t in others), 4),
         "per_sentence": [round(e / n, 3) for e, n in zip(errors, words)],
