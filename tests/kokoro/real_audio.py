@@ -21,7 +21,9 @@ engine and one phonemizer are shared by every test module.
 from __future__ import annotations
 
 import functools
+import json
 import os
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -81,6 +83,17 @@ def packaged_dir() -> Path:
     from kokoro_tools.packaged_weights import build_model_dir, installed_sources
 
     return build_model_dir(CACHE_DIR, sources=installed_sources(english=True)).root
+
+
+def copy_dir(src: Path, dst: Path, *, copy_weights: bool) -> Path:
+    """A copy of the model directory; the weights are linked unless they are to be damaged."""
+    weights_name = json.loads((src / "manifest.json").read_text())["weights"]
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(weights_name))
+    if copy_weights:
+        shutil.copyfile(src / weights_name, dst / weights_name)
+    else:
+        os.symlink(src / weights_name, dst / weights_name)
+    return dst
 
 
 @functools.lru_cache(maxsize=1)

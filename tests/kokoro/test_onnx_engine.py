@@ -47,17 +47,6 @@ def style(model: ModelDir, phonemes: str = PHONEMES) -> np.ndarray:
     return style_for(model.voices["jf_alpha"], phonemes)
 
 
-def copy_dir(src: Path, dst: Path, *, copy_weights: bool) -> Path:
-    """A copy of the model directory; the weights are linked unless they are to be damaged."""
-    weights_name = json.loads((src / "manifest.json").read_text())["weights"]
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns(weights_name))
-    if copy_weights:
-        shutil.copyfile(src / weights_name, dst / weights_name)
-    else:
-        os.symlink(src / weights_name, dst / weights_name)
-    return dst
-
-
 # ---- the engine's contract --------------------------------------------------------------------
 
 def test_load_engine_picks_onnx_from_the_manifest(model: ModelDir, engine: OnnxEngine) -> None:
@@ -139,7 +128,7 @@ def test_devices() -> None:
 # ---- directories that must not load -----------------------------------------------------------
 
 def test_a_corrupted_byte_is_refused_naming_the_file(tmp_path: Path) -> None:
-    root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
+    root = ra.copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
     weights = root / json.loads((root / "manifest.json").read_text())["weights"]
     with open(weights, "r+b") as f:
         f.seek(weights.stat().st_size // 2)
@@ -158,7 +147,7 @@ def test_a_corrupted_byte_is_refused_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_truncated_weights_are_refused_naming_the_file(tmp_path: Path) -> None:
-    root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
+    root = ra.copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
     weights = root / json.loads((root / "manifest.json").read_text())["weights"]
     with open(weights, "r+b") as f:
         f.truncate(weights.stat().st_size - 1000)
@@ -167,7 +156,7 @@ def test_truncated_weights_are_refused_naming_the_file(tmp_path: Path) -> None:
 
 
 def test_damaged_weights_without_a_manifest_digest_still_fail_to_load(tmp_path: Path) -> None:
-    root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
+    root = ra.copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=True)
     manifest = json.loads((root / "manifest.json").read_text())
     for key in ("sha256", "size"):
         del manifest[key]
@@ -180,7 +169,7 @@ def test_damaged_weights_without_a_manifest_digest_still_fail_to_load(tmp_path: 
 
 
 def test_missing_weights_are_refused_naming_the_file(tmp_path: Path) -> None:
-    root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
+    root = ra.copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
     weights = root / json.loads((root / "manifest.json").read_text())["weights"]
     weights.unlink()
     with pytest.raises(ModelDirError, match=f"{weights}: missing"):
@@ -189,7 +178,7 @@ def test_missing_weights_are_refused_naming_the_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("missing", ["config.json", "voices"])
 def test_missing_parts_of_the_directory_are_named(tmp_path: Path, missing: str) -> None:
-    root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
+    root = ra.copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
     target = root / missing
     shutil.rmtree(target) if target.is_dir() else target.unlink()
     with pytest.raises(ModelDirError, match=f"{target}: missing"):
@@ -198,7 +187,7 @@ def test_missing_parts_of_the_directory_are_named(tmp_path: Path, missing: str) 
 
 @pytest.mark.parametrize("shape", [(510, 1, 128), (509, 1, 256), (256,)])
 def test_a_voice_pack_of_the_wrong_shape_is_refused(tmp_path: Path, shape: tuple[int, ...]) -> None:
-    root = copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
+    root = ra.copy_dir(ra.packaged_dir(), tmp_path / "model", copy_weights=False)
     bad = root / "voices" / "jf_broken.npy"
     np.save(bad, np.zeros(shape, np.float32))
     with pytest.raises(ModelDirError, match=f"{bad}: voice pack has shape"):

