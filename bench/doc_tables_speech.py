@@ -205,3 +205,24 @@ def sentence_ttfa(record: Results) -> list[str]:
     return lines + ["", f"`bench/results/sentence_ttfa-onnx.json` (`python -m bench.paired ... --measure "
                     f"sentence_ttfa`): {paired_variants(record)}; decoder pace {num(record['decoder_pace'])} for all, "
                     f"{record['rounds']} rounds, the variants' order rotating."]
+
+
+def onnx_ops(record: Results, *, shown: int = 8) -> list[str]:
+    """bench.onnx_ops: the int8 vocoder's kernel time by operator, one thread against all cores."""
+    cores = record["threads"]["all_cores"]
+    lines = [f"| operator | share of a run on {cores} threads | s on 1 thread | s on {cores} | speedup |",
+             "|---|---|---|---|---|"]
+    rows = record["ops"]
+    for row in rows[:shown]:
+        lines.append(f"| {row['op']} | {num(row['share'])} | {num(row['one_thread_s'])} | {num(row['all_cores_s'])} | "
+                     f"{num(row['speedup'])} |")
+    rest = rows[shown:]
+    lines.append(f"| {len(rest)} others | {num(round(sum(r['share'] for r in rest), 4))} | "
+                 f"{num(round(sum(r['one_thread_s'] for r in rest), 4))} | "
+                 f"{num(round(sum(r['all_cores_s'] for r in rest), 4))} | |")
+    walls = record["median_wall_s"]
+    return lines + ["", f"`bench/results/onnx_ops.json` (`python -m bench.onnx_ops`, {record['when']}): the vocoder "
+                    f"part over one sentence ({record['frames']} frames; its `text`), medians of {record['rounds']} "
+                    "rounds; "
+                    f"a run took {num(walls['one_thread'])} s on 1 thread and {num(walls['all_cores'])} s on {cores} "
+                    "(onnxruntime's profiler on, kernel time only)."]

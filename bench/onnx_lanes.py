@@ -29,31 +29,46 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .engine_vs_loop import LONG
+
+if TYPE_CHECKING:
+    from kokoro_server.engines.onnx_signature import Signature
+    from kokoro_server.model_dir import ModelDir
 
 REPO = Path(__file__).resolve().parents[1]
 CASES = ("serial", "lanes", "oversubscribed", "one_lane")
 
 
+def sentence_feed(model: ModelDir, sig: Signature, text: str) -> dict[str, Any]:
+    """The whole graph's inputs for one sentence of ``text`` in voice af_heart at speed 1, as the
+    engine builds them: pad, the phonemes' vocab ids, pad (symbols the vocab lacks dropped)."""
+    import numpy as np
+
+    from kokoro_server.g2p import Phonemizer
+    from kokoro_server.model_dir import style_for
+
+    (phonemes,) = Phonemizer().phonemize(text, voice="af_heart")
+    ids = [model.vocab[p] for p in phonemes if p in model.vocab]
+    return {sig.tokens: np.array([[0, *ids, 0]], dtype=sig.tokens_dtype),
+            sig.style: style_for(model.voices["af_heart"], phonemes).reshape(1, -1).astype(np.float32),
+            sig.speed: np.ones(sig.speed_shape, dtype=sig.speed_dtype)}
+
+
 def _calls(model_dir: Path, text: str) -> dict[str, Callable[[], None]]:
     """Each case's pair of calls, ready to time."""
-    import numpy as np
     import onnxruntime as ort
 
     from kokoro_server.engines.onnx_engine import session_options
-    from kokoro_server.g2p import Phonemizer
-    from kokoro_server.model_dir import open_model_dir, style_for
+    from kokoro_server.engines.onnx_signature import of_session, signature
+    from kokoro_server.model_dir import open_model_dir
 
     model = open_model_dir(model_dir)
-    (phonemes,) = Phonemizer().phonemize(text, voice="af_heart")
-    tokens = np.array([[0, *(model.vocab[p] for p in phonemes if p in model.vocab), 0]], dtype=np.int64)
-    feed = {"tokens": tokens, "style": style_for(model.voices["af_heart"], phonemes).reshape(1, -1),
-            "speed": np.ones(1, dtype=np.float32)}
     serial = ort.InferenceSession(str(model.weights), session_options(os.cpu_count() or 1),
                                   providers=["CPUExecutionProvider"])
     lane = ort.InferenceSession(str(model.weights), session_options(1), providers=["CPUExecutionProvider"])
+    feed = sentence_feed(model, signature(*of_session(serial), model.weights), text)
 
     def at_once(session: Any) -> None:
         threads = [threading.Thread(target=session.run, args=(None, feed)) for _ in range(2)]

@@ -74,6 +74,7 @@ TABLES: tuple[Table, ...] = (
     Table(name="barge-in", sources=("barge_in-onnx.json", "barge_in-torch.json"), render=speech.barge_in),
     Table(name="side-by-side", sources=("side_by_side-torch.json",), render=speech.side_by_side),
     Table(name="sentence-ttfa", sources=("sentence_ttfa-onnx.json",), render=speech.sentence_ttfa),
+    Table(name="onnx-ops", sources=("onnx_ops.json",), render=speech.onnx_ops),
 )
 BY_NAME = {table.name: table for table in TABLES}
 
