@@ -100,13 +100,18 @@ def measure(model_dir: Path, rounds: int, text: str = LONG) -> dict[str, list[di
     return found
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.onnx_lanes", description=__doc__.splitlines()[0])
+def one_sentence_args(module: str, doc: str, argv: list[str] | None, *, rounds: int) -> argparse.Namespace:
+    """The options of a bench of one sentence on the int8 model: --model-dir, --rounds, --text, --out."""
+    parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
     parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "kokoro-82m-onnx")
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--text", default=LONG, help="one sentence (default: the 35-word one)")
     parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = one_sentence_args("bench.onnx_lanes", __doc__, argv, rounds=5)
     found = measure(args.model_dir, args.rounds, args.text)
     median = {case: {k: statistics.median(r[k] for r in rows) for k in ("wall_s", "cpu_s")}
               for case, rows in found.items()}

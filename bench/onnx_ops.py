@@ -14,7 +14,6 @@ thread's time over all cores'.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -26,9 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .engine_vs_loop import LONG
-from .onnx_lanes import sentence_feed
-
-REPO = Path(__file__).resolve().parents[1]
+from .onnx_lanes import one_sentence_args, sentence_feed
 
 
 def vocoder_and_inputs(model_dir: Path, text: str) -> tuple[bytes, dict[str, Any], int]:
@@ -109,12 +106,7 @@ def measure(model_dir: Path, rounds: int, text: str = LONG) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.onnx_ops", description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "kokoro-82m-onnx")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--text", default=LONG, help="one sentence (default: the 35-word one)")
-    parser.add_argument("--out", type=Path)
-    args = parser.parse_args(argv)
+    args = one_sentence_args("bench.onnx_ops", __doc__, argv, rounds=3)
     result = {
         "what": "the int8 vocoder's kernel seconds a run by operator type, one thread against all cores; "
                 "medians of the rounds", "text": args.text,
