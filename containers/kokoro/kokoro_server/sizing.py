@@ -231,19 +231,19 @@ def job_frames(situation: Situation, profile: Profile) -> int:
     return min(_most(s.cost, p, context=0), _covered(s.cost, allowed_s, 0))
 
 
-def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, profile: Profile | None = None) -> list[int]:
+def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, seams: Seams | None = None) -> list[int]:
     """The windows one listener alone gets for a chunk of ``frames`` from a speech's start, its
     queue as a decoder at ``cost`` leaves it (playback from the first window): what the policy
-    does, without a model or a clock (benchmarks and tests read it). ``profile``: whose context
-    the windows decode (the default profile's)."""
-    p = profile or Profile()
+    does, without a model or a clock (benchmarks and tests read it). ``seams``: what that decoder
+    renders around each window (by default what an engine's Decoding renders)."""
+    seams = seams or Seams()
     sizes: list[int] = []
     queued = 0.0
     while sum(sizes) < frames:
         done = sum(sizes)
         size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
         end = min(frames, done + size)
-        decoded = p.seams.rendered(end - done, started=bool(done), last=end >= frames)
+        decoded = seams.rendered(end - done, started=bool(done), last=end >= frames)
         queued = max(0.0, queued - cost.decode_s(decoded)) + (end - done) * FRAME_S
         sizes.append(end - done)
     return sizes
