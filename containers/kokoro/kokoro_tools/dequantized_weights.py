@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -217,7 +216,7 @@ def state_dicts(weights: Path) -> dict[str, dict[str, torch.Tensor]]:
 
 
 def write_model_dir(target: Path, source: Path) -> Path:
-    """``target`` with config.json, the dequantized weights, the source's voices and a manifest."""
+    """``target`` with config.json, the dequantized weights, the source's voices (.pt) and a manifest."""
     onnx_dir = open_model_dir(source, engine="onnx")
     digest = file_sha256(onnx_dir.weights)
     manifest_path = target / "manifest.json"
@@ -229,7 +228,9 @@ def write_model_dir(target: Path, source: Path) -> Path:
     (target / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
     torch.save(state_dicts(onnx_dir.weights), target / WEIGHTS_NAME)
     load_checkpoint_strictly(build_kmodel(config), target / WEIGHTS_NAME)  # every key, every shape
-    shutil.copytree(source / "voices", target / "voices", dirs_exist_ok=True)
+    (target / "voices").mkdir(exist_ok=True)
+    for name, pack in onnx_dir.voices.items():  # .pt, as the hub's layout has them (and Kokoro-FastAPI reads)
+        torch.save(torch.from_numpy(pack.copy()), target / "voices" / f"{name}.pt")
     manifest = {"engine": "torch", "weights": WEIGHTS_NAME, "source": onnx_dir.weights.name,
                 "source_sha256": digest, "dequantized": True, "voices": sorted(onnx_dir.voices)}
     manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
