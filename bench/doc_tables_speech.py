@@ -170,7 +170,7 @@ SIDE_BY_SIDE_CASES = {
 }
 
 
-def side_by_side(record: Results) -> list[str]:
+def side_by_side(record: Results, *, source: str = "side_by_side-torch.json") -> list[str]:
     """Ours against Kokoro-FastAPI: each case's medians, then ours / theirs per round's pair."""
     ratios = {t["ratio"]: t for t in record["targets"]}
     lines = ["| case | ours: first byte / total s | Kokoro-FastAPI: first byte / total s | first byte ratio "
@@ -188,7 +188,7 @@ def side_by_side(record: Results) -> list[str]:
         lines.append(f"| {label} | {num(row['ours']['first_s'])} / {num(row['ours']['total_s'])} | "
                      f"{num(row['theirs']['first_s'])} / {num(row['theirs']['total_s'])} | " + " | ".join(cells) + " |")
     load = ", ".join(str(x) for x in record["load_average_after"])
-    return lines + ["", f"`bench/results/side_by_side-torch.json` ({record['when']}): `{record['command']}`; "
+    return lines + ["", f"`bench/results/{source}` ({record['when']}): `{record['command']}`; "
                     f"Kokoro-FastAPI {record['kokoro_fastapi']}, model `{record['model_dir']}`, voice "
                     f"`{record['voice']}`, {record['rounds']} rounds interleaved, ratios ours / theirs as the median "
                     f"of the rounds' own ratios (goal: at most 1.0 where marked), {record['cpus']} CPUs, load average "

@@ -73,6 +73,8 @@ TABLES: tuple[Table, ...] = (
     Table(name="engine-vs-loop-onnx", sources=("engine_vs_loop-onnx.json",), render=speech.engine_vs_loop),
     Table(name="barge-in", sources=("barge_in-onnx.json", "barge_in-torch.json"), render=speech.barge_in),
     Table(name="side-by-side", sources=("side_by_side-torch.json",), render=speech.side_by_side),
+    Table(name="side-by-side-dequantized", sources=("side_by_side-torch-dequantized.json",),
+          render=functools.partial(speech.side_by_side, source="side_by_side-torch-dequantized.json")),
     Table(name="sentence-ttfa", sources=("sentence_ttfa-onnx.json",), render=speech.sentence_ttfa),
     Table(name="onnx-ops", sources=("onnx_ops.json",), render=speech.onnx_ops),
 )
