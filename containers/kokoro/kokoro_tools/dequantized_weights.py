@@ -224,10 +224,13 @@ def write_model_dir(target: Path, source: Path) -> Path:
             and (target / WEIGHTS_NAME).exists():
         return target
     target.mkdir(parents=True, exist_ok=True)
+    manifest_path.unlink(missing_ok=True)  # written last: a directory without it is not complete
     config = dict(CONFIG, vocab=onnx_dir.vocab)
     (target / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
-    torch.save(state_dicts(onnx_dir.weights), target / WEIGHTS_NAME)
-    load_checkpoint_strictly(build_kmodel(config), target / WEIGHTS_NAME)  # every key, every shape
+    partial = target / (WEIGHTS_NAME + ".partial")
+    torch.save(state_dicts(onnx_dir.weights), partial)
+    load_checkpoint_strictly(build_kmodel(config), partial)  # every key, every shape
+    partial.replace(target / WEIGHTS_NAME)
     (target / "voices").mkdir(exist_ok=True)
     for name, pack in onnx_dir.voices.items():  # .pt, as the hub's layout has them (and Kokoro-FastAPI reads)
         torch.save(torch.from_numpy(pack.copy()), target / "voices" / f"{name}.pt")
