@@ -162,8 +162,7 @@ def _late_s(answer: tuple[int, ...], *, real: float, planned: float) -> float:
             queued = 0.0 if runs_out is None else max(0.0, runs_out - clock)
             size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
             end = min(frames, done + size)
-            seams = CPU.seams
-            decoded = seams.before(bool(done)) + (end - done) + (seams.after(bool(done)) if end < frames else 0)
+            decoded = CPU.seams.rendered(end - done, started=bool(done), last=end >= frames)
             clock += decoded * frame * real
             if runs_out is None:
                 runs_out = clock + 0.08  # the page starts the first chunk 80 ms on (LEAD_S)
