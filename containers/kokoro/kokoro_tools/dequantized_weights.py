@@ -123,9 +123,9 @@ class QuantizedGraph:
         q = self.array(name).astype(np.float32)
         zero = self.array(zero_name).astype(np.float32) if zero_name else np.float32(0)
         scale = self.array(scale_name).astype(np.float32)
-        if op == "ConvInteger" and scale.size > 1:  # per output channel: the first axis
-            shape = (-1,) + (1,) * (q.ndim - 1)
-            scale, zero = scale.reshape(shape), np.broadcast_to(zero, scale.shape).reshape(shape)
+        if op == "ConvInteger" and scale.size > 1:  # would broadcast over the kernel axis, not the channels
+            raise ValueError(f"{name}: a convolution quantized per channel ({scale.size} scales); this export's are "
+                             "per tensor")
         return (q - zero) * scale, op  # MatMulInteger: per column, the last axis
 
     def module_weight(self, module: str, ops: frozenset[str]) -> tuple[np.ndarray, str] | None:
@@ -194,11 +194,10 @@ def parameter(graph: QuantizedGraph, component: str, key: str, shape: tuple[int,
     return None
 
 
-def state_dicts(weights: Path) -> dict[str, dict[str, torch.Tensor]]:
-    """KModel's five state dicts from the int8 export at ``weights``; ValueError naming every
-    parameter it could not find or whose shape differs."""
+def state_dicts(weights: Path, kmodel: Any) -> dict[str, dict[str, torch.Tensor]]:
+    """The five state dicts of ``kmodel`` (a KModel of :data:`CONFIG`) from the int8 export at
+    ``weights``; ValueError naming every parameter it could not find or whose shape differs."""
     graph = QuantizedGraph(weights)
-    kmodel = build_kmodel(dict(CONFIG, vocab={"a": 1}))
     states: dict[str, dict[str, torch.Tensor]] = {}
     missing = []
     for component in COMPONENTS:
@@ -228,8 +227,9 @@ def write_model_dir(target: Path, source: Path) -> Path:
     config = dict(CONFIG, vocab=onnx_dir.vocab)
     (target / "config.json").write_text(json.dumps(config, ensure_ascii=False, indent=1), "utf-8")
     partial = target / (WEIGHTS_NAME + ".partial")
-    torch.save(state_dicts(onnx_dir.weights), partial)
-    load_checkpoint_strictly(build_kmodel(config), partial)  # every key, every shape
+    kmodel = build_kmodel(config)
+    torch.save(state_dicts(onnx_dir.weights, kmodel), partial)
+    load_checkpoint_strictly(kmodel, partial)  # every key, every shape, as the torch engine loads it
     partial.replace(target / WEIGHTS_NAME)
     (target / "voices").mkdir(exist_ok=True)
     for name, pack in onnx_dir.voices.items():  # .pt, as the hub's layout has them (and Kokoro-FastAPI reads)
