@@ -38,6 +38,11 @@ def engine(model: ModelDir) -> TorchEngine:
     return loaded
 
 
+@pytest.fixture(scope="module")
+def one_shot(engine: TorchEngine, model: ModelDir) -> list[np.ndarray]:
+    return spoken(engine, model, windowed=False)[0]
+
+
 def spoken(engine: TorchEngine, model: ModelDir, *, windowed: bool) -> tuple[list[np.ndarray], int]:
     """Each sentence's audio, one shot or in the windows a server at ra.SERVED_PACE cuts (its
     listener alone), and how many windows there were in all."""
@@ -65,8 +70,8 @@ def test_every_parameter_comes_from_the_export(model: ModelDir) -> None:
     assert json.loads((model.root / "config.json").read_text())["plbert"]["num_hidden_layers"] == 12
 
 
-def test_kokoros_own_model_speaks_the_exports_words(engine: TorchEngine, model: ModelDir) -> None:
-    torch_audio, _ = spoken(engine, model, windowed=False)
+def test_kokoros_own_model_speaks_the_exports_words(one_shot: list[np.ndarray]) -> None:
+    torch_audio = one_shot
     onnx_audio = [ra.speak(text, voice=VOICE) for text in SENTENCES]
     ours, theirs = heard(torch_audio), heard(onnx_audio)
     assert ours["errors"] <= theirs["errors"] + MARGIN, (ours, theirs)
@@ -75,8 +80,9 @@ def test_kokoros_own_model_speaks_the_exports_words(engine: TorchEngine, model: 
         assert abs(torch_x.size - onnx_x.size) <= 0.05 * onnx_x.size
 
 
-def test_the_torch_engines_windows_are_heard_as_its_one_shot(engine: TorchEngine, model: ModelDir) -> None:
-    one_shot, _ = spoken(engine, model, windowed=False)
+def test_the_torch_engines_windows_are_heard_as_its_one_shot(
+    engine: TorchEngine, model: ModelDir, one_shot: list[np.ndarray],
+) -> None:
     served, windows = spoken(engine, model, windowed=True)
     assert windows > len(SENTENCES), "the served windows must cut at least one sentence"
     alone, cut = heard(one_shot), heard(served)
