@@ -24,6 +24,7 @@ import functools
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -94,6 +95,16 @@ def copy_dir(src: Path, dst: Path, *, copy_weights: bool) -> Path:
     else:
         os.symlink(src / weights_name, dst / weights_name)
     return dst
+
+
+def one_round_on_a_short_sentence(main: Callable[[list[str]], int], out: Path) -> dict[str, Any]:
+    """Run a one-sentence bench on the packaged weights (bench.onnx_lanes.one_sentence_args), one
+    round of the 6-word sentence, and read back the record it wrote to ``out``."""
+    from bench.engine_vs_loop import SHORT
+
+    assert main(["--model-dir", str(packaged_dir()), "--rounds", "1", "--text", SHORT, "--out", str(out)]) == 0
+    record: dict[str, Any] = json.loads(out.read_text())
+    return record
 
 
 @functools.lru_cache(maxsize=1)

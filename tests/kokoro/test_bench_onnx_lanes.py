@@ -4,23 +4,18 @@ figures are the bench's, not this test's)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from real_audio import packaged_dir
+from real_audio import one_round_on_a_short_sentence
 
 from bench import onnx_lanes
-from bench.engine_vs_loop import SHORT
 
 pytestmark = pytest.mark.kokoro
 
 
 def test_every_case_is_timed_against_serial(tmp_path: Path) -> None:
-    out = tmp_path / "lanes.json"
-    args = ["--model-dir", str(packaged_dir()), "--rounds", "1", "--text", SHORT, "--out", str(out)]
-    assert onnx_lanes.main(args) == 0
-    result = json.loads(out.read_text())
+    result = one_round_on_a_short_sentence(onnx_lanes.main, tmp_path / "lanes.json")
     assert set(result["median"]) == set(onnx_lanes.CASES)
     for case, figures in result["median"].items():
         assert figures["wall_s"] > 0 and figures["cpu_s"] > 0, case

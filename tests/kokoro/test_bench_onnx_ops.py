@@ -4,23 +4,18 @@ sessions and the shares add up, so the bench behind docs/design-notes.md's opera
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from real_audio import packaged_dir
+from real_audio import one_round_on_a_short_sentence
 
 from bench import onnx_ops
-from bench.engine_vs_loop import SHORT
 
 pytestmark = pytest.mark.kokoro
 
 
 def test_every_operator_is_timed_on_one_thread_and_on_all_cores(tmp_path: Path) -> None:
-    out = tmp_path / "ops.json"
-    args = ["--model-dir", str(packaged_dir()), "--rounds", "1", "--text", SHORT, "--out", str(out)]
-    assert onnx_ops.main(args) == 0
-    result = json.loads(out.read_text())
+    result = one_round_on_a_short_sentence(onnx_ops.main, tmp_path / "ops.json")
     ops = {row["op"]: row for row in result["ops"]}
     assert {"ConvInteger", "Sin", "ConvTranspose", "STFT"} <= set(ops)  # the int8 iSTFTNet vocoder's
     assert all(ops[op]["one_thread_s"] > 0 and ops[op]["all_cores_s"] > 0 for op in ("ConvInteger", "Sin"))
