@@ -14,13 +14,14 @@ import pytest
 import torch
 
 from kokoro_server.engines import EngineError, load_engine
+from kokoro_server.engines.time_major import to_time_major
 from kokoro_server.engines.torch_engine import (
     TorchEngine,
     _seed,
     build_kmodel,
     load_checkpoint_strictly,
 )
-from kokoro_server.engines.torch_inference import fold_weight_norm
+from kokoro_server.engines.torch_inference import fold_weight_norm, for_inference
 from kokoro_server.model_dir import ModelDir, ModelDirError, open_model_dir, style_for
 
 pytestmark = [pytest.mark.kokoro, pytest.mark.real_model]
@@ -130,12 +131,17 @@ def _kokoros_own(model: ModelDir) -> torch.nn.Module:
     return kmodel.eval()
 
 
-def _render(model: ModelDir, phonemes: str, *other_seeds: int) -> tuple[np.ndarray, list[np.ndarray]]:
+def _render(model: ModelDir, phonemes: str, *other_seeds: int, engines_layers: bool = False,
+            ) -> tuple[np.ndarray, list[np.ndarray]]:
     """The same phonemes through the engine, and through kokoro's KModel.forward seeded as the
-    engine seeds them, then seeded with each of ``other_seeds``."""
+    engine seeds them, then seeded with each of ``other_seeds``. ``engines_layers``: the KModel's
+    layers rewritten as the engine's on the CPU (torch_inference.py, time_major.py)."""
     style = style_for(model.voices["af_heart"], phonemes)
     ours = load_engine(model).synthesize(phonemes, style, 1.0).audio
     kmodel = _kokoros_own(model)  # built before seeding: building draws random weights
+    if engines_layers:
+        for_inference(kmodel)
+        to_time_major(kmodel.decoder)
     theirs = []
     for seed in (_seed(phonemes, 1.0), *other_seeds):
         torch.manual_seed(seed)
@@ -147,15 +153,18 @@ def _render(model: ModelDir, phonemes: str, *other_seeds: int) -> tuple[np.ndarr
 PHONEMES = "ðɪs ɪz ɐ lˈɔŋɡɚ tˈɛst sˈɛntəns, sˈoʊ ɪt hɐz sˈɛvɹəl wˈɪndoʊz tə dɪkˈoʊd."
 
 
-def test_without_its_noise_the_engine_speaks_every_sample_as_kokoros_own_kmodel_does(
+def test_without_its_noise_the_engine_speaks_every_sample_as_kokoros_forward_over_its_layers(
     tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Its own front, the harmonic source made once per chunk and its rewritten layers
-    (torch_inference.py) change no sample of what KModel's forward (weight-norm hooks and all)
-    says, seeded alike, once the vocoder's Gaussian excitation noise is silenced on both sides (the
-    source draws it merged, as test_the_merged_source_noise_has_kokoros_distribution shows)."""
+    """Its own front and the harmonic source made once per chunk change no sample of what KModel's
+    forward says over the same layers, seeded alike, once the vocoder's Gaussian excitation noise
+    is silenced on both sides (the source draws it merged, as
+    test_the_merged_source_noise_has_kokoros_distribution shows). The engine's layers are kokoro's
+    rewritten: bit for bit (test_torch_inference.py) and, on the CPU, time-major to float rounding
+    (test_time_major.py, noise on: silenced, the vocoder's instance norms meet channels constant to
+    the last bit, where any rounding is noise they amplify)."""
     monkeypatch.setattr(torch, "randn_like", torch.zeros_like)
-    ours, (theirs,) = _render(open_model_dir(tiny_model), PHONEMES)
+    ours, (theirs,) = _render(open_model_dir(tiny_model), PHONEMES, engines_layers=True)
     np.testing.assert_array_equal(ours, theirs)
 
 

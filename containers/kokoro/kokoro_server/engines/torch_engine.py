@@ -32,6 +32,7 @@ from ..config import ConfigError
 from ..model_dir import ModelDir, ModelDirError
 from .base import MAX_PHONEMES, EngineError, Synthesis
 from .halt import Halt, Halted
+from .time_major import to_time_major
 from .torch_inference import decoder_body, for_inference
 from .windows import FEATURE_CONTEXT, Decoding, feature_span
 
@@ -183,7 +184,8 @@ class TorchEngine:
     ``Decoding.step`` runs ``KModel.decoder``'s body over one window's features and their context
     (torch_inference.decoder_body), then its vocoder over the window with its slice of that source
     (:class:`SharedSource`). The windows' sines are then the one-shot render's (no new random phase
-    per window), and no window pays for a source of its own.
+    per window), and no window pays for a source of its own. On the CPU its decoder is laid out
+    time-major (time_major.py: oneDNN's layout, kokoro's function to float rounding).
     """
 
     name = "torch"
@@ -205,6 +207,8 @@ class TorchEngine:
         kmodel = build_kmodel(model.config)
         load_checkpoint_strictly(kmodel, model.weights)
         for_inference(kmodel)  # the same function, less work per call (torch_inference.py)
+        if self.device == "cpu":
+            to_time_major(kmodel.decoder)  # oneDNN's layout for its convolutions (time_major.py)
         kmodel = kmodel.to(self.device).eval()
         return kmodel, SharedSource.install(kmodel.decoder.generator)
 
