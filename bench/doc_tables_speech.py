@@ -226,3 +226,20 @@ def onnx_ops(record: Results, *, shown: int = 8) -> list[str]:
                     "rounds; "
                     f"a run took {num(walls['one_thread'])} s on 1 thread and {num(walls['all_cores'])} s on {cores} "
                     "(onnxruntime's profiler on, kernel time only)."]
+
+
+def torch_layout(*records: Results) -> list[str]:
+    """bench.torch_layout: the torch decoder in kokoro's layout and with each time-major rewrite."""
+    lines = ["| model | frames | kokoro's layout s | convolutions time-major | and AdaIN as one batch norm | "
+             "and Snake in place (the engine) | the engine's audio from kokoro's |", "|---|---|---|---|---|---|---|"]
+    for record in records:
+        rows = {row["variant"]: row for row in record["rows"]}
+        lines.append(f"| {record['model_dir']} | {record['frames']} | {num(rows['kokoro']['median_s'])} | "
+                     + " | ".join(f"{num(rows[v]['median_s'])} s ({num(rows[v]['over_kokoro'])}x)"
+                                  for v in ("convolutions", "adain", "engine"))
+                     + f" | {num(rows['engine']['error_db'])} dB below |")
+    first = records[0]
+    return lines + ["", f"`bench/results/torch_layout-*.json` (`python -m bench.torch_layout`, {first['when']} and "
+                    f"{records[-1]['when']}): the decoder over one sentence (its `text`, voice af_heart), on "
+                    f"{first['threads']} torch threads, medians of {first['rounds']} rounds, the variants' order "
+                    "rotating; each column adds one rewrite to the one before it."]

@@ -100,10 +100,12 @@ def measure(model_dir: Path, rounds: int, text: str = LONG) -> dict[str, list[di
     return found
 
 
-def one_sentence_args(module: str, doc: str, argv: list[str] | None, *, rounds: int) -> argparse.Namespace:
-    """The options of a bench of one sentence on the int8 model: --model-dir, --rounds, --text, --out."""
+def one_sentence_args(module: str, doc: str, argv: list[str] | None, *, rounds: int,
+                      model_dir: Path = REPO / "models" / "kokoro-82m-onnx") -> argparse.Namespace:
+    """The options of a bench of one sentence: --model-dir (by default the int8 model), --rounds,
+    --text, --out."""
     parser = argparse.ArgumentParser(prog=f"python -m {module}", description=doc.splitlines()[0])
-    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "kokoro-82m-onnx")
+    parser.add_argument("--model-dir", type=Path, default=model_dir)
     parser.add_argument("--rounds", type=int, default=rounds)
     parser.add_argument("--text", default=LONG, help="one sentence (default: the 35-word one)")
     parser.add_argument("--out", type=Path)

@@ -77,6 +77,8 @@ TABLES: tuple[Table, ...] = (
           render=functools.partial(speech.side_by_side, source="side_by_side-torch-dequantized.json")),
     Table(name="sentence-ttfa", sources=("sentence_ttfa-onnx.json",), render=speech.sentence_ttfa),
     Table(name="onnx-ops", sources=("onnx_ops.json",), render=speech.onnx_ops),
+    Table(name="torch-layout", sources=("torch_layout-tiny.json", "torch_layout-dequantized.json"),
+          render=speech.torch_layout),
 )
 BY_NAME = {table.name: table for table in TABLES}
 

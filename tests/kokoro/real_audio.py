@@ -97,12 +97,15 @@ def copy_dir(src: Path, dst: Path, *, copy_weights: bool) -> Path:
     return dst
 
 
-def one_round_on_a_short_sentence(main: Callable[[list[str]], int], out: Path) -> dict[str, Any]:
-    """Run a one-sentence bench on the packaged weights (bench.onnx_lanes.one_sentence_args), one
-    round of the 6-word sentence, and read back the record it wrote to ``out``."""
+def one_round_on_a_short_sentence(main: Callable[[list[str]], int], out: Path, model_dir: Path | None = None,
+                                  ) -> dict[str, Any]:
+    """Run a one-sentence bench (bench.onnx_lanes.one_sentence_args) on ``model_dir`` (by default
+    the packaged weights), one round of the 6-word sentence, and read back the record it wrote to
+    ``out``."""
     from bench.engine_vs_loop import SHORT
 
-    assert main(["--model-dir", str(packaged_dir()), "--rounds", "1", "--text", SHORT, "--out", str(out)]) == 0
+    model_dir = model_dir or packaged_dir()
+    assert main(["--model-dir", str(model_dir), "--rounds", "1", "--text", SHORT, "--out", str(out)]) == 0
     record: dict[str, Any] = json.loads(out.read_text())
     return record
 
