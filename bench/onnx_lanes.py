@@ -112,24 +112,34 @@ def one_sentence_args(module: str, doc: str, argv: list[str] | None, *, rounds: 
     return parser.parse_args(argv)
 
 
+def one_sentence_record(module: str, what: str, args: argparse.Namespace, argv: list[str] | None,
+                        measured: dict[str, Any], shown: tuple[str, ...]) -> int:
+    """Write a one-sentence bench's record to ``args.out`` (when given): what it is, when and how it
+    ran, then ``measured``; print the ``shown`` fields of it. The bench's exit status."""
+    result = {
+        "what": what, "text": args.text, "model_dir": args.model_dir.name,
+        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "command": f"python -m {module} " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "cpus": os.cpu_count(), "rounds": args.rounds, **measured,
+    }
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({name: result[name] for name in shown}))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = one_sentence_args("bench.onnx_lanes", __doc__, argv, rounds=5)
     found = measure(args.model_dir, args.rounds, args.text)
     median = {case: {k: statistics.median(r[k] for r in rows) for k in ("wall_s", "cpu_s")}
               for case, rows in found.items()}
-    result = {
-        "what": "two calls of the whole int8 graph on one sentence per case; medians of the rounds", "text": args.text,
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "command": "python -m bench.onnx_lanes " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "cpus": os.cpu_count(), "rounds": args.rounds,
+    measured = {
         "median": {case: {k: round(v, 4) for k, v in m.items()} for case, m in median.items()},
         "over_serial": {case: {k: round(m[k] / median["serial"][k], 3) for k in m} for case, m in median.items()},
         "runs": found,
     }
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({"median": result["median"], "over_serial": result["over_serial"]}))
-    return 0
+    return one_sentence_record("bench.onnx_lanes", "two calls of the whole int8 graph on one sentence per case; "
+                               "medians of the rounds", args, argv, measured, ("median", "over_serial"))
 
 
 if __name__ == "__main__":

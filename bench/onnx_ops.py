@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -25,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .engine_vs_loop import LONG
-from .onnx_lanes import one_sentence_args, sentence_feed
+from .onnx_lanes import one_sentence_args, one_sentence_record, sentence_feed
 
 
 def vocoder_and_inputs(model_dir: Path, text: str) -> tuple[bytes, dict[str, Any], int]:
@@ -107,17 +106,9 @@ def measure(model_dir: Path, rounds: int, text: str = LONG) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = one_sentence_args("bench.onnx_ops", __doc__, argv, rounds=3)
-    result = {
-        "what": "the int8 vocoder's kernel seconds a run by operator type, one thread against all cores; "
-                "medians of the rounds", "text": args.text,
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "command": "python -m bench.onnx_ops " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "cpus": os.cpu_count(), "rounds": args.rounds, **measure(args.model_dir, args.rounds, args.text),
-    }
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({"median_wall_s": result["median_wall_s"], "ops": result["ops"][:8]}))
-    return 0
+    return one_sentence_record("bench.onnx_ops", "the int8 vocoder's kernel seconds a run by operator type, one "
+                               "thread against all cores; medians of the rounds", args, argv,
+                               measure(args.model_dir, args.rounds, args.text), ("median_wall_s", "ops"))
 
 
 if __name__ == "__main__":

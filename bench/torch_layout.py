@@ -21,10 +21,7 @@ is from kokoro's (``error_db``: the error's energy in dB below the signal's, aud
 
 from __future__ import annotations
 
-import json
-import os
 import statistics
-import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -33,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from .audio_metrics import snr_db
-from .onnx_lanes import REPO, one_sentence_args
+from .onnx_lanes import REPO, one_sentence_args, one_sentence_record
 
 VARIANTS = ("kokoro", "convolutions", "adain", "engine")
 
@@ -110,17 +107,9 @@ def measure(model_dir: Path, rounds: int, text: str) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     args = one_sentence_args("bench.torch_layout", __doc__, argv, rounds=5, model_dir=REPO / "models" / "bench-tiny")
-    result = {
-        "what": "kokoro's torch decoder over one sentence in kokoro's layout and with each time-major rewrite; "
-                "medians of the rounds", "text": args.text, "model_dir": args.model_dir.name,
-        "when": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "command": "python -m bench.torch_layout " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "cpus": os.cpu_count(), "rounds": args.rounds, **measure(args.model_dir, args.rounds, args.text),
-    }
-    if args.out:
-        args.out.write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({"frames": result["frames"], "rows": result["rows"]}))
-    return 0
+    return one_sentence_record("bench.torch_layout", "kokoro's torch decoder over one sentence in kokoro's layout and "
+                               "with each time-major rewrite; medians of the rounds", args, argv,
+                               measure(args.model_dir, args.rounds, args.text), ("frames", "rows"))
 
 
 if __name__ == "__main__":

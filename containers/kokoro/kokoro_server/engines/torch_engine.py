@@ -207,7 +207,7 @@ class TorchEngine:
         kmodel = build_kmodel(model.config)
         load_checkpoint_strictly(kmodel, model.weights)
         for_inference(kmodel)  # the same function, less work per call (torch_inference.py)
-        if self.device == "cpu":
+        if torch.device(self.device).type == "cpu":
             to_time_major(kmodel.decoder)  # oneDNN's layout for its convolutions (time_major.py)
         kmodel = kmodel.to(self.device).eval()
         return kmodel, SharedSource.install(kmodel.decoder.generator)
