@@ -22,6 +22,10 @@
 # KPipeline loop on the same GPU, docs/throughput.md) into $OUT/engine_vs_loop-torch.json, within
 # 150 s more (ROUNDS, default 3).
 #
+# LAYOUT=1 then runs bench/torch_layout.py on the GPU (kokoro's decoder in its own layout and with
+# each of engines/time_major.py's rewrites, which the engine applies on a CPU only) into
+# $OUT/torch_layout.json, within 120 s more: whether they would help a GPU too.
+#
 # NOT run in this repository's CI or on the dev box: there is no GPU there. Written to be run by
 # hand on a GPU machine after `make install`, with a CUDA build of torch in .venv-kokoro. It has
 # not been run yet.
@@ -68,4 +72,8 @@ if [[ "${ENGINE_VS_LOOP:-0}" == "1" ]]; then
   timeout --signal=INT --kill-after=10 150 \
     "$KOKORO_PYTHON" -m bench.engine_vs_loop --model-dir "$MODEL_DIR" --rounds "${ROUNDS:-3}" \
     --out "$OUT/engine_vs_loop-torch.json"
+fi
+if [[ "${LAYOUT:-0}" == "1" ]]; then
+  timeout --signal=INT --kill-after=10 120 \
+    "$KOKORO_PYTHON" -m bench.torch_layout --model-dir "$MODEL_DIR" --out "$OUT/torch_layout.json"
 fi

@@ -15,12 +15,15 @@ exact rewrites (torch_inference.for_inference), and then:
 
 Every variant decodes the same inputs (the decoder's, captured from one forward: the front is the
 same for all and is not timed), seeded alike, on this process's one thread as the engine does;
-rounds rotate the order. Per variant: the median seconds, that over kokoro's, and how far its audio
+rounds rotate the order. On the device the server would pick (``KOKORO_DEVICE``, else CUDA where
+torch sees it: bench/gpu.sh's ``LAYOUT=1`` asks whether the rewrite would help a GPU, where the
+engine does not apply it). Per variant: the median seconds, that over kokoro's, and how far its audio
 is from kokoro's (``error_db``: the error's energy in dB below the signal's, audio_metrics.snr_db).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections.abc import Mapping
@@ -49,8 +52,8 @@ def rewrites(variant: str) -> Mapping[type, Any]:
     return chosen[variant]
 
 
-def decoders_and_inputs(model_dir: Path, text: str) -> tuple[dict[str, Any], tuple[Any, ...], int]:
-    """Each variant's decoder, the decoder's inputs for ``text`` and the sentence's frames."""
+def decoders_and_inputs(model_dir: Path, text: str, device: str) -> tuple[dict[str, Any], tuple[Any, ...], int]:
+    """Each variant's decoder on ``device``, the decoder's inputs for ``text`` and the sentence's frames."""
     import torch
 
     from kokoro_server.engines.time_major import to_time_major
@@ -59,17 +62,18 @@ def decoders_and_inputs(model_dir: Path, text: str) -> tuple[dict[str, Any], tup
     from kokoro_server.g2p import Phonemizer
     from kokoro_server.model_dir import open_model_dir, style_for
 
-    torch.set_flush_denormal(True)  # as the engine does on a CPU
+    if device == "cpu":
+        torch.set_flush_denormal(True)  # as the engine does on a CPU
     model = open_model_dir(model_dir)
     (phonemes,) = Phonemizer().phonemize(text, voice="af_heart")
-    ref_s = torch.from_numpy(style_for(model.voices["af_heart"], phonemes)).reshape(1, -1)
+    ref_s = torch.from_numpy(style_for(model.voices["af_heart"], phonemes)).reshape(1, -1).to(device)
     decoders: dict[str, Any] = {}
     for variant in VARIANTS:
         kmodel = build_kmodel(model.config)
         load_checkpoint_strictly(kmodel, model.weights)
         for_inference(kmodel)
         to_time_major(kmodel.decoder, rewrites(variant))
-        decoders[variant] = kmodel.eval().decoder
+        decoders[variant] = kmodel.eval().to(device).decoder
     captured: list[tuple[Any, ...]] = []
     hook = kmodel.decoder.register_forward_pre_hook(lambda module, args: captured.append(args))
     with torch.inference_mode():
@@ -82,14 +86,19 @@ def decoders_and_inputs(model_dir: Path, text: str) -> tuple[dict[str, Any], tup
 def measure(model_dir: Path, rounds: int, text: str) -> dict[str, Any]:
     import torch
 
-    decoders, inputs, frames = decoders_and_inputs(model_dir, text)
+    from kokoro_server.engines.torch_engine import pick_device
+
+    device = pick_device(os.environ.get("KOKORO_DEVICE"))
+    decoders, inputs, frames = decoders_and_inputs(model_dir, text, device)
 
     def decode(variant: str) -> tuple[float, np.ndarray]:
         torch.manual_seed(0)  # the vocoder draws noise: every variant the same draws
         began = time.perf_counter()
         with torch.inference_mode():
             audio = decoders[variant](*inputs)
-        return time.perf_counter() - began, audio.numpy().reshape(-1)
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
+        return time.perf_counter() - began, audio.cpu().numpy().reshape(-1)
 
     heard = {variant: decode(variant)[1] for variant in VARIANTS}  # also the warm-up
     seconds: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
@@ -101,7 +110,8 @@ def measure(model_dir: Path, rounds: int, text: str) -> dict[str, Any]:
              "over_kokoro": round(statistics.median(seconds[variant]) / statistics.median(seconds["kokoro"]), 3),
              "error_db": None if variant == "kokoro" else round(snr_db(kokoro, heard[variant]), 1)}
             for variant in VARIANTS]
-    return {"frames": frames, "audio_s": round(len(kokoro) / 24000, 3), "threads": torch.get_num_threads(),
+    return {"frames": frames, "audio_s": round(len(kokoro) / 24000, 3), "device": device,
+            "threads": torch.get_num_threads(),
             "rows": rows, "seconds": seconds}
 
 
