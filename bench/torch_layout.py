@@ -43,13 +43,11 @@ def rewrites(variant: str) -> Mapping[type, Any]:
     import torch
     from kokoro.istftnet import AdaIN1d
 
-    from kokoro_server.engines.time_major import REWRITES, TimeMajorAdaIN, TimeMajorConv
+    from kokoro_server.engines.time_major import REWRITES
 
-    convolutions: dict[type, Any] = {torch.nn.Conv1d: TimeMajorConv, torch.nn.ConvTranspose1d: TimeMajorConv}
-    chosen: dict[str, Mapping[type, Any]] = {
-        "kokoro": {}, "convolutions": convolutions, "adain": {**convolutions, AdaIN1d: TimeMajorAdaIN},
-        "engine": REWRITES}
-    return chosen[variant]
+    kinds = {"kokoro": (), "convolutions": (torch.nn.Conv1d, torch.nn.ConvTranspose1d),
+             "adain": (torch.nn.Conv1d, torch.nn.ConvTranspose1d, AdaIN1d), "engine": tuple(REWRITES)}[variant]
+    return {kind: REWRITES[kind] for kind in kinds}
 
 
 def decoders_and_inputs(model_dir: Path, text: str, device: str) -> tuple[dict[str, Any], tuple[Any, ...], int]:

@@ -14,14 +14,14 @@ import pytest
 import torch
 
 from kokoro_server.engines import EngineError, load_engine
-from kokoro_server.engines.time_major import to_time_major
 from kokoro_server.engines.torch_engine import (
     TorchEngine,
     _seed,
     build_kmodel,
+    for_device,
     load_checkpoint_strictly,
 )
-from kokoro_server.engines.torch_inference import fold_weight_norm, for_inference
+from kokoro_server.engines.torch_inference import fold_weight_norm
 from kokoro_server.model_dir import ModelDir, ModelDirError, open_model_dir, style_for
 
 pytestmark = [pytest.mark.kokoro, pytest.mark.real_model]
@@ -135,13 +135,12 @@ def _render(model: ModelDir, phonemes: str, *other_seeds: int, engines_layers: b
             ) -> tuple[np.ndarray, list[np.ndarray]]:
     """The same phonemes through the engine, and through kokoro's KModel.forward seeded as the
     engine seeds them, then seeded with each of ``other_seeds``. ``engines_layers``: the KModel's
-    layers rewritten as the engine's on the CPU (torch_inference.py, time_major.py)."""
+    layers rewritten as the engine's on the CPU (torch_engine.for_device)."""
     style = style_for(model.voices["af_heart"], phonemes)
     ours = load_engine(model).synthesize(phonemes, style, 1.0).audio
     kmodel = _kokoros_own(model)  # built before seeding: building draws random weights
     if engines_layers:
-        for_inference(kmodel)
-        to_time_major(kmodel.decoder)
+        for_device(kmodel, "cpu")
     theirs = []
     for seed in (_seed(phonemes, 1.0), *other_seeds):
         torch.manual_seed(seed)

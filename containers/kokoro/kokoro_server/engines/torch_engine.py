@@ -103,6 +103,15 @@ def load_checkpoint_strictly(kmodel: KModel, path: Path) -> None:
         module.load_state_dict(state, strict=True)
 
 
+def for_device(kmodel: KModel, device: str) -> None:
+    """kokoro's layers rewritten, in place, as the engine runs them on ``device``: the same function
+    with less work per call (torch_inference.py, bit for bit), and on a CPU the decoder in oneDNN's
+    layout for its convolutions (time_major.py, to float rounding)."""
+    for_inference(kmodel)
+    if torch.device(device).type == "cpu":
+        to_time_major(kmodel.decoder)
+
+
 class SharedSource(torch.nn.Module):  # type: ignore[misc]  # torch has no stubs where mypy runs (.venv)
     """Stands in for the vocoder's harmonic source module (``Generator.m_source``): made once per
     chunk over all its frames (``make``), each window's decoder call is handed its slice
@@ -206,9 +215,7 @@ class TorchEngine:
             torch.set_flush_denormal(True)  # denormals in the vocoder cost 30-50% on CPU (a thread's own setting)
         kmodel = build_kmodel(model.config)
         load_checkpoint_strictly(kmodel, model.weights)
-        for_inference(kmodel)  # the same function, less work per call (torch_inference.py)
-        if torch.device(self.device).type == "cpu":
-            to_time_major(kmodel.decoder)  # oneDNN's layout for its convolutions (time_major.py)
+        for_device(kmodel, self.device)
         kmodel = kmodel.to(self.device).eval()
         return kmodel, SharedSource.install(kmodel.decoder.generator)
 
