@@ -161,16 +161,28 @@ SERVED_PACE = 0.15
 alone gets are known here: a measured pace depends on the machine's load (sizing.Cost)."""
 
 
-def served_windows(frames: int) -> list[int]:
-    """The windows a chunk of ``frames`` gets from a server at SERVED_PACE, its listener alone."""
+def served_windows(frames: int, lead: int = 0) -> list[int]:
+    """The windows a chunk of ``frames`` gets from a server at SERVED_PACE, its listener alone
+    (``lead``: its first frames, not heard: lead.py)."""
     from kokoro_server.sizing import Cost, Sizer, sizes_alone
 
-    return sizes_alone(frames, Sizer(), Cost(pace=SERVED_PACE))
+    return sizes_alone(frames, Sizer(), Cost(pace=SERVED_PACE), lead=lead)
 
 
 def decode_as_served(decoding: Any) -> list[np.ndarray]:
-    """A chunk's audio in the windows a server at SERVED_PACE cuts it into (listener alone)."""
+    """A chunk's audio in the windows a server at SERVED_PACE cuts it into (listener alone), the
+    silence before its speech kept (the windowing tests compare it with one shot)."""
     return [decoding.step(size) for size in served_windows(decoding.frames)]
+
+
+def send_as_served(decoding: Any, speed: float) -> list[np.ndarray]:
+    """What a server at SERVED_PACE sends of a chunk spoken at ``speed`` (listener alone): its
+    windows, sized knowing the silence before its speech, and that silence left out (lead.py)."""
+    from kokoro_server.lead import heard_part, silent_lead
+
+    lead = silent_lead(decoding.durations, speed)
+    windows = [decoding.step(size) for size in served_windows(decoding.frames, lead)]
+    return [heard_part(windows[0], lead, decoding.samples_per_frame), *windows[1:]]
 
 
 @functools.lru_cache(maxsize=16)
@@ -181,8 +193,8 @@ def speak_as_served(text: str, voice: str = "jf_alpha", speed: float = 1.0) -> n
 
     pack = model().voices[voice]
     jobs = [job for chunk in phonemizer().phonemize(text, voice=voice, lang=ENGLISH) for job in sentence_jobs(chunk)]
-    out = np.concatenate([part for phonemes in jobs
-                          for part in decode_as_served(engine().begin(phonemes, style_for(pack, phonemes), speed))])
+    decodings = [engine().begin(phonemes, style_for(pack, phonemes), speed) for phonemes in jobs]
+    out = np.concatenate([part for decoding in decodings for part in send_as_served(decoding, speed)])
     out.setflags(write=False)
     return out
 

@@ -20,6 +20,7 @@ import real_audio as ra
 from waiting import wait_until_async
 
 from bench.variants import PerChunkSizer
+from kokoro_server.lead import heard_part, silent_lead
 from kokoro_server.model_dir import style_for
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.sizing import Cost, JobSizer, Profile, Situation, Sizer, sizes_alone
@@ -37,9 +38,11 @@ LANG = ra.ENGLISH  # the texts are English, read so by the Japanese voice
 COST = Cost(pace=0.6)  # the int8 model's decoder on two busy cores: a sentence is several windows
 
 
-def _frames(text: str) -> int:
+def _frames(text: str) -> tuple[int, int]:
+    """The frames of ``text``'s one chunk, and how many of its first frames are not sent (lead.py)."""
     (phonemes,) = ra.phonemizer().phonemize(text, voice=VOICE, lang=LANG)
-    return ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0).frames
+    decoding = ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0)
+    return decoding.frames, silent_lead(decoding.durations)
 
 
 async def _session(body: Callable[[Synthesizer, list[float]], Any], *, sizer: JobSizer | None = None) -> Any:
@@ -68,10 +71,12 @@ def test_a_sentence_spoken_while_earlier_audio_plays_is_one_window_exactly_as_on
     listener, or this one once it has heard everything (the clock a minute on), starts small again."""
     (phonemes,) = ra.phonemizer().phonemize(NEXT, voice=VOICE, lang=LANG)
     style = style_for(ra.model().voices[VOICE], phonemes)
-    one_shot = ra.engine().synthesize(phonemes, style, 1.0).audio
+    one_shot = ra.engine().synthesize(phonemes, style, 1.0)
+    lead = silent_lead(one_shot.durations)
     fresh = ra.engine().begin(phonemes, style, 1.0)
-    fresh_windows = [fresh.step(size) for size in sizes_alone(fresh.frames, Sizer(), COST)]
-    assert len(fresh_windows) >= 2
+    fresh_windows = [fresh.step(size) for size in sizes_alone(fresh.frames, Sizer(), COST, lead=lead)]
+    fresh_windows[0] = heard_part(fresh_windows[0], lead, 600)  # the silence before the speech is not sent
+    assert len(fresh_windows) >= 2 and lead > 0
 
     async def body(synth: Synthesizer, now: list[float]) -> tuple[list[np.ndarray], ...]:
         first, long_windows = await _say(synth, LONG)
@@ -84,7 +89,7 @@ def test_a_sentence_spoken_while_earlier_audio_plays_is_one_window_exactly_as_on
     long_windows, carried, other_owner, restarted = asyncio.run(_session(body))
     assert len(long_windows) >= 2
     assert len(carried) == 1
-    np.testing.assert_array_equal(carried[0], one_shot)
+    np.testing.assert_array_equal(carried[0], one_shot.audio[lead * 600:])
     for windows in (other_owner, restarted):
         assert len(windows) == len(fresh_windows)
         for got, want in zip(windows, fresh_windows):
@@ -95,7 +100,7 @@ def test_a_sentence_after_earlier_audio_is_sized_from_what_its_listener_still_ha
     """The CPU demo's stutter at its first sentence boundary: the next utterance's first window is
     what the sizer gives the audio its listener has queued when the job starts (the clock moved on:
     2.3 s left), not what the speech made before it."""
-    frames, queued_s = _frames(NEXT), 2.3
+    (frames, lead), queued_s = _frames(NEXT), 2.3
 
     async def body(synth: Synthesizer, now: list[float]) -> list[int]:
         first, windows = await _say(synth, LONG)
@@ -104,7 +109,8 @@ def test_a_sentence_after_earlier_audio_is_sized_from_what_its_listener_still_ha
         return [len(w) // 600 for w in second]
 
     sizes = asyncio.run(_session(body))
-    assert sizes[0] == Sizer().next_window(Situation(left=frames, queued_s=queued_s, cost=COST)) < frames
+    sizes[0] += lead  # its silence before the speech is decoded, not sent
+    assert sizes[0] == Sizer().next_window(Situation(left=frames, queued_s=queued_s, cost=COST, lead=lead)) < frames
     assert sum(sizes) == frames
 
 
@@ -112,7 +118,7 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
     """Rule 6: a sentence whose listener has 0.2 s left starts before a newcomer (its deadline is
     sooner); while that newcomer waits for its first audio, the window is cut to rule 6's floor (a
     profile whose floor lies under this window's size alone: the default's is 3 s at this pace)."""
-    long_frames, queued = _frames(LONG), 0.2
+    (long_frames, lead), queued = _frames(LONG), 0.2
     sizer = Sizer(Profile(contention_waste=0.5))
 
     async def first_window(*, other_waits: bool) -> int:
@@ -129,7 +135,7 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
             newcomer = scheduler.submit("newcomer", lambda: None) if other_waits else None
             gate.set()
             await held
-            size = len((await first).synthesis.audio) // 600
+            size = len((await first).synthesis.audio) // 600 + lead  # its silence is decoded, not sent
             if newcomer is not None:
                 await newcomer
             await speech.aclose()
@@ -139,8 +145,8 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
         return found
 
     alone, shared = asyncio.run(first_window(other_waits=False)), asyncio.run(first_window(other_waits=True))
-    assert alone == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST))
-    assert shared == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST, others_s=0.0))
+    assert alone == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST, lead=lead))
+    assert shared == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST, others_s=0.0, lead=lead))
     assert shared < alone
 
 
@@ -158,7 +164,7 @@ def test_a_listener_the_decoder_fell_behind_for_gets_windows_worth_a_call_a_newc
     """Rule 6's floor for a listener that has heard all its audio (ran dry) while a newcomer waits:
     no queue, like a newcomer's, but not the small first window rule 4 gives a newcomer; under
     overload such windows are mostly context, which every listener then waits for."""
-    long_frames = _frames(LONG)
+    long_frames, lead = _frames(LONG)
 
     async def first_window(*, ran_dry: bool) -> int:
         async def body(synth: Synthesizer, now: list[float]) -> int:
@@ -176,7 +182,7 @@ def test_a_listener_the_decoder_fell_behind_for_gets_windows_worth_a_call_a_newc
             newcomer = scheduler.submit("newcomer", lambda: None)
             gate.set()
             await held
-            size = len((await first).synthesis.audio) // 600
+            size = len((await first).synthesis.audio) // 600 + lead  # its silence is decoded, not sent
             await newcomer
             await speech.aclose()
             return size
@@ -185,7 +191,7 @@ def test_a_listener_the_decoder_fell_behind_for_gets_windows_worth_a_call_a_newc
         return found
 
     dry, new = asyncio.run(first_window(ran_dry=True)), asyncio.run(first_window(ran_dry=False))
-    situation = Situation(left=long_frames, queued_s=0.0, cost=COST, others_s=0.0)
+    situation = Situation(left=long_frames, queued_s=0.0, cost=COST, others_s=0.0, lead=lead)
     assert new == Sizer().next_window(situation)
     assert dry == Sizer().next_window(replace(situation, ran_dry=True))
     assert new < dry

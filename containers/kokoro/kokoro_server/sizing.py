@@ -18,7 +18,8 @@ queued, must have audio to hear. So:
 4. **A chunk's first window** otherwise is a trade: a larger one makes the listener wait longer
    for it, a smaller one makes more windows and so more decoding. Of the sizes after which the
    listener never waits again (each later window sized by rule 5, simulated at the decoder's cost),
-   the one with the least decoding plus ``first_audio_weight`` times the wait for its audio. When
+   the one with the least decoding plus ``first_audio_weight`` times the wait for its audio. Its
+   silent lead (the chunk's first frames, which the listener does not hear: lead.py) queues none. When
    no size keeps up (the decoder is slower than the listener hears), the least of the same sum. A
    listener already hearing audio (a sentence after earlier ones) does not wait at all: its first
    window decodes within ``headroom`` of its queue, where any window does.
@@ -158,7 +159,9 @@ class Situation:
     window (the next one has context on both sides); ``others_s``: the least audio queued for any
     other listener with work (0 for one waiting for its first audio), None when no other has work;
     ``ran_dry``: the listener has heard all the audio made for it and waits for more (the decoder
-    fell behind), where ``queued_s`` 0 alone may be a speech that has not started.
+    fell behind), where ``queued_s`` 0 alone may be a speech that has not started; ``lead``: frames
+    at the start of a chunk not yet started that its listener will not hear (its silence,
+    lead.py): the first window's audio is that much shorter.
     """
 
     queued_s: float
@@ -167,6 +170,7 @@ class Situation:
     started: bool = False
     others_s: float | None = None
     ran_dry: bool = False
+    lead: int = 0
 
 
 class JobSizer(Protocol):
@@ -204,7 +208,7 @@ def next_window(situation: Situation, profile: Profile) -> int:
     if _within(rest_s, p.headroom * s.queued_s):
         size = s.left  # 3: the queue covers the rest
     elif not s.started:
-        size = _opening(s.left, s.queued_s, s.cost, p)  # 4
+        size = _opening(s.left, s.queued_s, s.cost, p, lead=s.lead)  # 4
     else:
         size = _later(s.queued_s, s.cost, p) or _most(s.cost, p)  # 5 (behind: the most rule 7 allows)
     if s.others_s is not None:  # 6
@@ -231,33 +235,38 @@ def job_frames(situation: Situation, profile: Profile) -> int:
     return min(_most(s.cost, p, context=0), _covered(s.cost, allowed_s, 0))
 
 
-def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, seams: Seams | None = None) -> list[int]:
+def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, seams: Seams | None = None, lead: int = 0) -> list[int]:
     """The windows one listener alone gets for a chunk of ``frames`` from a speech's start, its
     queue as a decoder at ``cost`` leaves it (playback from the first window): what the policy
     does, without a model or a clock (benchmarks and tests read it). ``seams``: what that decoder
-    renders around each window (by default what an engine's Decoding renders)."""
+    renders around each window (by default what an engine's Decoding renders); ``lead``: the
+    chunk's first frames not heard (lead.py)."""
     seams = seams or Seams()
     sizes: list[int] = []
     queued = 0.0
     while sum(sizes) < frames:
         done = sum(sizes)
-        size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done)))
+        size = sizer.next_window(Situation(left=frames - done, queued_s=queued, cost=cost, started=bool(done),
+                                           lead=0 if done else lead))
         end = min(frames, done + size)
         decoded = seams.rendered(end - done, started=bool(done), last=end >= frames)
-        queued = max(0.0, queued - cost.decode_s(decoded)) + (end - done) * FRAME_S
+        heard = end - done - (0 if done else min(lead, end - done))
+        queued = max(0.0, queued - cost.decode_s(decoded)) + heard * FRAME_S
         sizes.append(end - done)
     return sizes
 
 
-def _opening(left: int, queued_s: float, cost: Cost, p: Profile) -> int:
+def _opening(left: int, queued_s: float, cost: Cost, p: Profile, *, lead: int = 0) -> int:
     """Rule 4: the first window with the least decoding plus ``first_audio_weight`` times the
     listener's wait for it, among those after which the listener never waits (else among all). A
     listener already hearing audio never waits for it: its first window decodes within ``headroom``
-    of the queue where any does."""
+    of the queue where any does. The first ``lead`` frames of the chunk are not heard (lead.py):
+    they queue no audio."""
     best = (False, False, math.inf, p.first_frames)  # (no stall, keeps up, score, size): in that order
     for first in range(p.first_frames, min(left, _most(cost, p, context=p.seams.after(False))) + 1):
         first_s = cost.decode_s(p.seams.rendered(first, started=False, last=first >= left))
-        rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + first * FRAME_S, cost, p)
+        heard = max(0, first - lead) * FRAME_S
+        rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + heard, cost, p)
         score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
         no_stall = queued_s <= 0 or _within(first_s, p.headroom * queued_s)
         if (no_stall, keeps_up, -score) > (best[0], best[1], -best[2]):

@@ -24,12 +24,14 @@ from typing import Hashable
 
 import numpy as np
 
+from voicestream.protocol import NATIVE_SAMPLE_RATE
 from voicestream.protocol.normalization import NORMALIZE_ALL, Normalization
 
 from .engines import Decoding, Engine, Synthesis
 from .engines.halt import Halt
 from .g2p import G2PNotes, PhonemeChunk, Phonemizer
 from .languages import READERS, resolve_language, served_languages
+from .lead import heard_part, silent_lead
 from .model_dir import style_for
 from .pace import WARM_UP_LANG, WARM_UP_TEXT, PaceMeter, warm_up_pace, warm_up_windows
 from .scheduler import Scheduler
@@ -134,9 +136,14 @@ class Synthesizer:
         def run() -> TimedSynthesis:
             started = time.perf_counter()
             decoding = self.engine.begin(phonemes, style, speed, halt=halt)
-            audio, _ = self._window(decoding, queues, halt)
+            lead = silent_lead(decoding.durations, speed)
+            audio, _ = self._window(decoding, queues, halt, lead=lead)
             timings = word_timings(words, phonemes=phonemes, durations=decoding.durations,
                                    samples=decoding.frames * decoding.samples_per_frame, vocab=self.vocab)
+            heard = heard_part(audio, lead, decoding.samples_per_frame)  # the silence before speech is not sent
+            if heard.size < audio.size:
+                cut_ms = round((audio.size - heard.size) * 1000 / NATIVE_SAMPLE_RATE)
+                audio, timings = heard, tuple(t.shifted(-min(cut_ms, t.start_ms)) for t in timings)
             return TimedSynthesis(
                 synthesis=Synthesis(audio=audio, durations=decoding.durations),
                 synthesis_s=time.perf_counter() - started, decoding=None if decoding.done else decoding,
@@ -159,12 +166,12 @@ class Synthesizer:
 
         return self._queue(owner, run, halt, then, queues)
 
-    def _window(self, decoding: Decoding, queues: _Queues, halt: Halt) -> tuple[np.ndarray, float]:
+    def _window(self, decoding: Decoding, queues: _Queues, halt: Halt, *, lead: int = 0) -> tuple[np.ndarray, float]:
         """Decode ``decoding``'s next window as the sizer sizes it (the worker thread), from the
-        listeners' queues as the job started (read on the loop: ``_queue``). Returns the audio and
-        its seconds."""
+        listeners' queues as the job started (read on the loop: ``_queue``); ``lead``: the chunk's
+        first frames, not heard (lead.py). Returns the audio and its seconds."""
         situation = Situation(left=decoding.left, started=decoding.started, cost=self.cost, others_s=queues.others_s,
-                              queued_s=queues.queued_s, ran_dry=queues.ran_dry)
+                              queued_s=queues.queued_s, ran_dry=queues.ran_dry, lead=lead)
         started = time.perf_counter()
         audio = decoding.step(self.sizer.next_window(situation), halt)
         spent = time.perf_counter() - started
