@@ -87,6 +87,20 @@ def playback_stall_s(audio: list[tuple[float, int]]) -> float:
     return stall
 
 
+def plays_at_s(audio: list[tuple[float, int]], offset: int) -> float:
+    """When the player of :func:`playback_stall_s` (real time from the first byte, stalling when it
+    runs dry) plays byte ``offset`` of the stream; ``audio``: each chunk's arrival and size, in order."""
+    played_until: float | None = None
+    start = 0
+    for t, size in audio:
+        played_until = t if played_until is None else max(played_until, t)
+        if offset < start + size:
+            return played_until + (offset - start) / measure.PCM_BYTES_PER_S
+        played_until += size / measure.PCM_BYTES_PER_S
+        start += size
+    raise ValueError(f"offset {offset} is past the stream's {start} bytes")
+
+
 def p95(values: list[float]) -> float | None:
     if not values:
         return None

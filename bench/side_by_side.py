@@ -8,7 +8,10 @@ raw pcm) by one httpx streaming client, as Kokoro-FastAPI's users drive it. Each
 case on both servers, the order rotating, and each ratio is the median of its rounds' own ratios
 (docs/throughput.md says why). Cases:
 
-* ``short``: 6 words (bench/design.py's), first byte and total; ``long``: 35 words (design's);
+* ``short``: 6 words (bench/design.py's), first byte, first speech and total; ``long``: 35 words
+  (design's). First speech: when a real-time player that starts at the first byte plays the first
+  sample above -60 dBFS (both servers leave out most of the model's silence before a sentence:
+  theirs by level, ours by the model's durations, kokoro_server/lead.py);
 * ``paragraph``: the agent answer's first eight sentences as one input;
 * ``second_caller``: the 6-word request sent 0.3 s into a paragraph: its first byte;
 * ``concurrent``: four paragraphs at once: first byte p50 and the wall time to the last byte;
@@ -40,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from voicestream.launch import free_port
 
-from .design import LONG, SHORT
+from .design import LONG, SHORT, plays_at_s
 from .server import ServerProcess
 from .throughput import paragraph
 
@@ -51,6 +55,8 @@ REPO = Path(__file__).resolve().parents[1]
 SECOND_CALLER_AFTER_S = 0.3
 CONCURRENT = 4
 PCM_BYTES_PER_S = 48_000
+SPEECH_DBFS = -60.0
+SPEECH_LEVEL = 32767 * 10 ** (SPEECH_DBFS / 20)  # in s16le: a sample above it is the speech's start
 START_TIMEOUT_S = 300.0
 REQUEST_TIMEOUT_S = 300.0
 SIDES = ("ours", "theirs")
@@ -71,22 +77,30 @@ def cpu_seconds(pid: int) -> float:
 
 
 async def speak(client: httpx.AsyncClient, url: str, text: str, voice: str, *, delay_s: float = 0.0) -> dict[str, Any]:
-    """One streamed request: seconds to the first audio byte and to the last, from when it was sent."""
+    """One streamed request: seconds to the first audio byte, to the first speech a real-time
+    player plays (the first sample above SPEECH_DBFS; the player starts at the first byte), and to
+    the last byte, from when it was sent."""
     await asyncio.sleep(delay_s)
     body = {"model": "kokoro", "input": text, "voice": voice, "response_format": "pcm", "stream": True}
     sent = time.perf_counter()
-    first: float | None = None
-    size = 0
+    arrivals: list[tuple[float, int]] = []
+    pcm = bytearray()
     async with client.stream("POST", f"{url}/v1/audio/speech", json=body, timeout=REQUEST_TIMEOUT_S) as response:
         if response.status_code != 200:
             raise RuntimeError(f"{url}: HTTP {response.status_code}: {(await response.aread())[:300]!r}")
         async for chunk in response.aiter_raw():
-            if chunk and first is None:
-                first = time.perf_counter() - sent
-            size += len(chunk)
-    if first is None or size < PCM_BYTES_PER_S // 10:
-        raise RuntimeError(f"{url}: {size} bytes of audio for {text[:40]!r}")
-    return {"first_s": first, "total_s": time.perf_counter() - sent, "audio_s": size / PCM_BYTES_PER_S}
+            if chunk:
+                arrivals.append((time.perf_counter() - sent, len(chunk)))
+                pcm += chunk
+    if not arrivals or len(pcm) < PCM_BYTES_PER_S // 10:
+        raise RuntimeError(f"{url}: {len(pcm)} bytes of audio for {text[:40]!r}")
+    samples = np.frombuffer(bytes(pcm[:len(pcm) // 2 * 2]), "<i2")
+    loud = np.flatnonzero(np.abs(samples.astype(np.int32)) > SPEECH_LEVEL)
+    if not loud.size:
+        raise RuntimeError(f"{url}: no sample above {SPEECH_DBFS} dBFS in the audio for {text[:40]!r}")
+    speech_s = plays_at_s(arrivals, 2 * int(loud[0]))
+    return {"first_s": arrivals[0][0], "speech_s": speech_s, "total_s": time.perf_counter() - sent,
+            "audio_s": len(pcm) / PCM_BYTES_PER_S}
 
 
 Case = Callable[[httpx.AsyncClient, str], Awaitable[dict[str, Any]]]
@@ -104,7 +118,8 @@ def cases(voice: str, text: str) -> dict[str, Case]:
     async def concurrent(client: httpx.AsyncClient, url: str) -> dict[str, Any]:
         began = time.perf_counter()
         found = await asyncio.gather(*(speak(client, url, text, voice) for _ in range(CONCURRENT)))
-        return {"first_s": statistics.median(f["first_s"] for f in found), "total_s": time.perf_counter() - began,
+        return {"first_s": statistics.median(f["first_s"] for f in found),
+                "speech_s": statistics.median(f["speech_s"] for f in found), "total_s": time.perf_counter() - began,
                 "audio_s": sum(f["audio_s"] for f in found)}
 
     return {
@@ -144,7 +159,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     rounds' own ratios."""
     names = [name for name in CASES if f"ours_{name}" in runs]
     rows = {name: {side: {key: round(statistics.median(r[key] for r in runs[f"{side}_{name}"]), 4)
-                          for key in ("first_s", "total_s", "cpu_s", "audio_s")} for side in SIDES}
+                          for key in ("first_s", "speech_s", "total_s", "cpu_s", "audio_s")} for side in SIDES}
             for name in names}
     rounds = min(len(found) for found in runs.values())
 
@@ -155,6 +170,7 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     ratios = {}
     for name in names:
         ratios[f"{name}_first"] = paired(name, lambda r: float(r["first_s"]))
+        ratios[f"{name}_speech"] = paired(name, lambda r: float(r["speech_s"]))
         if name != "second_caller":
             ratios[f"{name}_total" if name != "concurrent" else "concurrent_wall"] = paired(
                 name, lambda r: float(r["total_s"]))

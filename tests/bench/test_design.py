@@ -23,6 +23,19 @@ def test_playback_stall_is_silence_after_the_first_byte(chunks: list[tuple[float
     assert design.playback_stall_s(chunks) == pytest.approx(stall)
 
 
+@pytest.mark.parametrize(("chunks", "offset", "plays_at"), [
+    ([(0.5, SECOND)], 0, 0.5),  # the first byte plays as it arrives
+    ([(0.5, SECOND)], SECOND // 4, 0.75),
+    ([(0.5, SECOND // 2), (0.6, SECOND // 2)], SECOND // 2 + 2, 1.0 + 2 / SECOND),  # queued behind the first
+    ([(0.0, SECOND // 2), (1.0, SECOND)], SECOND // 2, 1.0),  # after a stall: when it arrives
+])
+def test_plays_at_is_when_the_stalling_player_reaches_a_byte(chunks: list[tuple[float, int]], offset: int,
+                                                              plays_at: float) -> None:
+    assert design.plays_at_s(chunks, offset) == pytest.approx(plays_at)
+    with pytest.raises(ValueError, match="past the stream"):
+        design.plays_at_s(chunks, sum(size for _, size in chunks))
+
+
 def test_p95_is_an_observed_value() -> None:
     assert design.p95([]) is None
     assert design.p95([3.0]) == 3.0

@@ -11,8 +11,9 @@ from typing import Any
 from bench.side_by_side import CASES, GOALS, cpu_seconds, summarize
 
 
-def _run(first: float, total: float, cpu: float, audio: float) -> dict[str, Any]:
-    return {"first_s": first, "total_s": total, "cpu_s": cpu, "audio_s": audio}
+def _run(first: float, total: float, cpu: float, audio: float, speech: float | None = None) -> dict[str, Any]:
+    return {"first_s": first, "speech_s": first + 0.05 if speech is None else speech, "total_s": total, "cpu_s": cpu,
+            "audio_s": audio}
 
 
 def test_each_ratio_is_the_median_of_the_rounds_own_ratios() -> None:
@@ -23,6 +24,7 @@ def test_each_ratio_is_the_median_of_the_rounds_own_ratios() -> None:
     found = summarize(runs)
     ratios = {t["ratio"]: t for t in found["targets"]}
     assert ratios["long_first"]["value"] == 0.4 and ratios["long_first"]["met"] is None  # no goal on first byte
+    assert ratios["long_speech"]["value"] == round(0.45 / 1.05, 3)  # first speech, paired the same way
     assert ratios["long_total"]["value"] == 0.9 and ratios["long_total"]["met"]  # 0.9, 0.9, 1.125
     assert found["rows"]["long"]["theirs"]["total_s"] == 2.0
     assert "second_caller_total" not in ratios  # a second caller's total is the paragraph's business
