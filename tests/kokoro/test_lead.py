@@ -26,6 +26,12 @@ def test_the_lead_is_the_start_pad_but_its_last_frames() -> None:
     assert silent_lead(np.array([np.nan, 2, 1])) == 0
 
 
+def test_the_lead_is_sent_while_another_listener_has_no_audio() -> None:
+    durations = np.array([18.0, 2, 3, 13, 1])
+    assert silent_lead(durations, starving=True) == 0
+    assert silent_lead(durations, starving=False) == 18 - KEPT_FRAMES
+
+
 def test_slower_speech_keeps_more_of_its_pad() -> None:
     assert kept_frames(1.0) == KEPT_FRAMES
     assert [kept_frames(s) for s in (0.5, 0.8, 1.25, 2.0, 4.0)] == [32, 13, 7, 4, 2]

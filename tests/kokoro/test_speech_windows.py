@@ -135,7 +135,7 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
             newcomer = scheduler.submit("newcomer", lambda: None) if other_waits else None
             gate.set()
             await held
-            size = len((await first).synthesis.audio) // 600 + lead  # its silence is decoded, not sent
+            size = len((await first).synthesis.audio) // 600
             if newcomer is not None:
                 await newcomer
             await speech.aclose()
@@ -145,8 +145,10 @@ def test_a_window_holds_the_engine_long_only_while_no_other_listener_waits() -> 
         return found
 
     alone, shared = asyncio.run(first_window(other_waits=False)), asyncio.run(first_window(other_waits=True))
-    assert alone == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST, lead=lead))
-    assert shared == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST, others_s=0.0, lead=lead))
+    # alone, its silence before the speech is decoded and not sent; while the newcomer waits, it is
+    # sent (lead.py: the cheapest buffer then)
+    assert alone + lead == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST, lead=lead))
+    assert shared == sizer.next_window(Situation(left=long_frames, queued_s=queued, cost=COST, others_s=0.0))
     assert shared < alone
 
 
@@ -164,7 +166,7 @@ def test_a_listener_the_decoder_fell_behind_for_gets_windows_worth_a_call_a_newc
     """Rule 6's floor for a listener that has heard all its audio (ran dry) while a newcomer waits:
     no queue, like a newcomer's, but not the small first window rule 4 gives a newcomer; under
     overload such windows are mostly context, which every listener then waits for."""
-    long_frames, lead = _frames(LONG)
+    long_frames, _ = _frames(LONG)
 
     async def first_window(*, ran_dry: bool) -> int:
         async def body(synth: Synthesizer, now: list[float]) -> int:
@@ -182,7 +184,7 @@ def test_a_listener_the_decoder_fell_behind_for_gets_windows_worth_a_call_a_newc
             newcomer = scheduler.submit("newcomer", lambda: None)
             gate.set()
             await held
-            size = len((await first).synthesis.audio) // 600 + lead  # its silence is decoded, not sent
+            size = len((await first).synthesis.audio) // 600  # all of it sent: the newcomer waits (lead.py)
             await newcomer
             await speech.aclose()
             return size
@@ -191,7 +193,7 @@ def test_a_listener_the_decoder_fell_behind_for_gets_windows_worth_a_call_a_newc
         return found
 
     dry, new = asyncio.run(first_window(ran_dry=True)), asyncio.run(first_window(ran_dry=False))
-    situation = Situation(left=long_frames, queued_s=0.0, cost=COST, others_s=0.0, lead=lead)
+    situation = Situation(left=long_frames, queued_s=0.0, cost=COST, others_s=0.0)
     assert new == Sizer().next_window(situation)
     assert dry == Sizer().next_window(replace(situation, ran_dry=True))
     assert new < dry
