@@ -195,7 +195,10 @@ class IncrementalSentenceChunker:
                     continue
                 scan = n
                 break
-            end = self._forced_end(buf, start, max(scan, limit + 1), final)
+            # The word runs on to the first space after the window, searched from there: ``scan``
+            # may be past spaces ("the... )Hello": a candidate resolved past them), and the search is
+            # bounded by MAX_WORD_CHARS.
+            end = self._forced_end(buf, start, limit + 1, final)
             if end == _WAIT:
                 scan = n
                 break
