@@ -28,8 +28,9 @@ def test_the_lead_is_the_start_pad_but_its_last_frames() -> None:
 
 def test_the_lead_is_sent_while_another_listener_has_no_audio() -> None:
     durations = np.array([18.0, 2, 3, 13, 1])
-    assert silent_lead(durations, starving=True) == 0
-    assert silent_lead(durations, starving=False) == 18 - KEPT_FRAMES
+    assert silent_lead(durations, others_s=0.0) == 0  # one waits for its first audio, or ran dry
+    assert silent_lead(durations, others_s=1.5) == 18 - KEPT_FRAMES  # the others have audio to hear
+    assert silent_lead(durations, others_s=None) == 18 - KEPT_FRAMES  # no other listener has work
 
 
 def test_slower_speech_keeps_more_of_its_pad() -> None:

@@ -136,7 +136,7 @@ class Synthesizer:
         def run() -> TimedSynthesis:
             started = time.perf_counter()
             decoding = self.engine.begin(phonemes, style, speed, halt=halt)
-            lead = silent_lead(decoding.durations, speed, starving=queues.others_s is not None and queues.others_s <= 0)
+            lead = silent_lead(decoding.durations, speed, others_s=queues.others_s)
             audio, _ = self._window(decoding, queues, halt, lead=lead)
             timings = word_timings(words, phonemes=phonemes, durations=decoding.durations,
                                    samples=decoding.frames * decoding.samples_per_frame, vocab=self.vocab)
