@@ -3,14 +3,14 @@
 A :class:`Synthesizer` is shared by every route and session; a Speech (speech.py) drives it, one
 utterance at a time. It knows voices, runs G2P in its own thread beside the model's, and queues
 model jobs: a chunk's front and first window (:meth:`submit`), then one window per job
-(:meth:`submit_step`). How many frames each window decodes is the job sizer's decision
-(sizing.py), asked here, once per job, as the job starts on the model: then the listener's queued
-audio is what it will be while the window is decoded. A chunk's first window is sent without most
-of the model's silence before its speech (lead.py), and the sizer is told how much. Windows are
-separate scheduler jobs, so other sessions' work interleaves between them; a cancel drops the windows not yet decoded and
-halts the one on the model (engines/halt.py), so the next answer after a barge-in does not wait
-for it. The decoder's cost the sizer reads is measured (pace.PaceMeter): at warm-up, when the
-engine is idle, then fitted to the windows decoded; or pinned (KOKORO_DECODER_PACE).
+(:meth:`submit_step`). How many frames each window decodes is the job sizer's decision (sizing.py),
+asked here, once per job, as the job starts on the model: then the listener's queued audio is what
+it will be while the window is decoded. A chunk's first window is sent without most of the model's
+silence before its speech (lead.py), and the sizer is told how much. Windows are separate scheduler
+jobs, so other sessions' work interleaves between them; a cancel drops the windows not yet decoded
+and halts the one on the model (engines/halt.py), so the next answer after a barge-in does not wait
+for it. The decoder's cost the sizer reads is measured (pace.PaceMeter): at warm-up, when the engine
+is idle, then fitted to the windows decoded; or pinned (KOKORO_DECODER_PACE).
 """
 
 from __future__ import annotations
