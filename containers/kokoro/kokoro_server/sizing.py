@@ -250,8 +250,7 @@ def sizes_alone(frames: int, sizer: JobSizer, cost: Cost, *, seams: Seams | None
                                            lead=0 if done else lead))
         end = min(frames, done + size)
         decoded = seams.rendered(end - done, started=bool(done), last=end >= frames)
-        heard = end - done - (0 if done else min(lead, end - done))
-        queued = max(0.0, queued - cost.decode_s(decoded)) + heard * FRAME_S
+        queued = max(0.0, queued - cost.decode_s(decoded)) + _heard(end - done, 0 if done else lead) * FRAME_S
         sizes.append(end - done)
     return sizes
 
@@ -265,13 +264,18 @@ def _opening(left: int, queued_s: float, cost: Cost, p: Profile, *, lead: int = 
     best = (False, False, math.inf, p.first_frames)  # (no stall, keeps up, score, size): in that order
     for first in range(p.first_frames, min(left, _most(cost, p, context=p.seams.after(False))) + 1):
         first_s = cost.decode_s(p.seams.rendered(first, started=False, last=first >= left))
-        heard = max(0, first - lead) * FRAME_S
-        rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + heard, cost, p)
+        rest_s, keeps_up = _after(left - first, max(0.0, queued_s - first_s) + _heard(first, lead) * FRAME_S, cost, p)
         score = first_s + rest_s + p.first_audio_weight * max(0.0, first_s - queued_s)
         no_stall = queued_s <= 0 or _within(first_s, p.headroom * queued_s)
         if (no_stall, keeps_up, -score) > (best[0], best[1], -best[2]):
             best = (no_stall, keeps_up, score, first)
     return best[3]
+
+
+def _heard(own: int, lead: int) -> int:
+    """Frames of a window of ``own`` frames its listener hears when its first ``lead`` are not
+    sent (lead.py; 0 but for a chunk's first window)."""
+    return max(0, own - lead)
 
 
 def _after(left: int, queued_s: float, cost: Cost, p: Profile) -> tuple[float, bool]:
