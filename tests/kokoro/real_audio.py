@@ -175,14 +175,25 @@ def decode_as_served(decoding: Any) -> list[np.ndarray]:
     return [decoding.step(size) for size in served_windows(decoding.frames)]
 
 
+def as_sent(windows: list[np.ndarray], lead: int, samples_per_frame: int = 600) -> list[np.ndarray]:
+    """A chunk's windows as a server sends them to a listener alone: its first ``lead`` frames left
+    out of the first (lead.py), the silence after its speech out of the last (tail.py)."""
+    from kokoro_server.lead import heard_part
+    from kokoro_server.tail import heard_end
+
+    sent = [heard_part(windows[0], lead, samples_per_frame), *windows[1:]]
+    sent[-1] = heard_end(sent[-1], samples_per_frame)
+    return sent
+
+
 def send_as_served(decoding: Any, speed: float) -> list[np.ndarray]:
     """What a server at SERVED_PACE sends of a chunk spoken at ``speed`` (listener alone): its
-    windows, sized knowing the silence before its speech, and that silence left out (lead.py)."""
-    from kokoro_server.lead import heard_part, silent_lead
+    windows, sized knowing the silence before its speech, and the silence around it left out."""
+    from kokoro_server.lead import silent_lead
 
     lead = silent_lead(decoding.durations, speed)
     windows = [decoding.step(size) for size in served_windows(decoding.frames, lead)]
-    return [heard_part(windows[0], lead, decoding.samples_per_frame), *windows[1:]]
+    return as_sent(windows, lead, decoding.samples_per_frame)
 
 
 @functools.lru_cache(maxsize=16)

@@ -20,12 +20,13 @@ import real_audio as ra
 from waiting import wait_until_async
 
 from bench.variants import PerChunkSizer
-from kokoro_server.lead import heard_part, silent_lead
+from kokoro_server.lead import silent_lead
 from kokoro_server.model_dir import style_for
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.sizing import Cost, JobSizer, Profile, Situation, Sizer, sizes_alone
 from kokoro_server.speech import Speech
 from kokoro_server.synth import Synthesizer
+from kokoro_server.tail import heard_end
 
 pytestmark = pytest.mark.kokoro
 
@@ -74,8 +75,8 @@ def test_a_sentence_spoken_while_earlier_audio_plays_is_one_window_exactly_as_on
     one_shot = ra.engine().synthesize(phonemes, style, 1.0)
     lead = silent_lead(one_shot.durations)
     fresh = ra.engine().begin(phonemes, style, 1.0)
-    fresh_windows = [fresh.step(size) for size in sizes_alone(fresh.frames, Sizer(), COST, lead=lead)]
-    fresh_windows[0] = heard_part(fresh_windows[0], lead, 600)  # the silence before the speech is not sent
+    fresh_windows = ra.as_sent([fresh.step(size) for size in sizes_alone(fresh.frames, Sizer(), COST, lead=lead)],
+                               lead)  # the silence around the speech is not sent
     assert len(fresh_windows) >= 2 and lead > 0
 
     async def body(synth: Synthesizer, now: list[float]) -> tuple[list[np.ndarray], ...]:
@@ -89,7 +90,7 @@ def test_a_sentence_spoken_while_earlier_audio_plays_is_one_window_exactly_as_on
     long_windows, carried, other_owner, restarted = asyncio.run(_session(body))
     assert len(long_windows) >= 2
     assert len(carried) == 1
-    np.testing.assert_array_equal(carried[0], one_shot.audio[lead * 600:])
+    np.testing.assert_array_equal(carried[0], heard_end(one_shot.audio[lead * 600:], 600))
     for windows in (other_owner, restarted):
         assert len(windows) == len(fresh_windows)
         for got, want in zip(windows, fresh_windows):
@@ -105,11 +106,12 @@ def test_a_sentence_after_earlier_audio_is_sized_from_what_its_listener_still_ha
     async def body(synth: Synthesizer, now: list[float]) -> list[int]:
         first, windows = await _say(synth, LONG)
         now[0] = sum(len(w) for w in windows) / 24000 - queued_s  # all but the last 2.3 s heard
-        _, second = await _say(synth, NEXT, after=first)
-        return [len(w) // 600 for w in second]
+        second = Speech(synth, owner="session", pieces=[NEXT], voice=VOICE, speed=1.0, after=first, lang=LANG)
+        decodings = [c.decoding async for c in second]
+        assert decodings[0] is not None  # cut: its decoding holds every window decoded
+        return [w.end - w.start for w in decodings[0].windows]
 
     sizes = asyncio.run(_session(body))
-    sizes[0] += lead  # its silence before the speech is decoded, not sent
     assert sizes[0] == Sizer().next_window(Situation(left=frames, queued_s=queued_s, cost=COST, lead=lead)) < frames
     assert sum(sizes) == frames
 

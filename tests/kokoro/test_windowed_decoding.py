@@ -23,7 +23,7 @@ from bench.audio_metrics import jumps, largest_jump_near, log_mel_distance
 from kokoro_server.engines import Decoding, Engine, Synthesis, load_engine
 from kokoro_server.engines.halt import Halt
 from kokoro_server.engines.windows import CROSSFADE, FEATURE_CONTEXT, Seams
-from kokoro_server.lead import heard_part, silent_lead
+from kokoro_server.lead import silent_lead
 from kokoro_server.model_dir import open_model_dir, style_for
 from kokoro_server.scheduler import Scheduler
 from kokoro_server.sizing import Cost, Profile, Situation, Sizer, profile_for
@@ -191,7 +191,7 @@ def test_a_speech_yields_every_window_in_order() -> None:
     for phonemes, served in counted.jobs:
         decoding = ra.engine().begin(phonemes, style_for(ra.model().voices[VOICE], phonemes), 1.0)
         windows = [decoding.step(w.end - w.start) for w in served.windows]
-        expected += [heard_part(windows[0], silent_lead(decoding.durations), 600), *windows[1:]]  # lead.py
+        expected += ra.as_sent(windows, silent_lead(decoding.durations))  # lead.py, tail.py
     assert len(chunks) == len(expected) >= 4
     for got, want in zip(chunks, expected):
         np.testing.assert_array_equal(got, want)

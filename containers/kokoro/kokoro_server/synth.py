@@ -6,7 +6,8 @@ model jobs: a chunk's front and first window (:meth:`submit`), then one window p
 (:meth:`submit_step`). How many frames each window decodes is the job sizer's decision (sizing.py),
 asked here, once per job, as the job starts on the model: then the listener's queued audio is what
 it will be while the window is decoded. A chunk's first window is sent without most of the model's
-silence before its speech (lead.py), and the sizer is told how much. Windows are separate scheduler
+silence before its speech (lead.py), and the sizer is told how much; its last window, without most
+of the silence after (tail.py). Windows are separate scheduler
 jobs, so other sessions' work interleaves between them; a cancel drops the windows not yet decoded
 and halts the one on the model (engines/halt.py), so the next answer after a barge-in does not wait
 for it. The decoder's cost the sizer reads is measured (pace.PaceMeter): at warm-up, when the engine
@@ -37,6 +38,7 @@ from .model_dir import style_for
 from .pace import WARM_UP_LANG, WARM_UP_TEXT, PaceMeter, warm_up_pace, warm_up_windows
 from .scheduler import Scheduler
 from .sizing import Cost, JobSizer, Situation, Sizer, profile_for
+from .tail import heard_end
 from .voices import VoiceBook
 from .words import PlacedWord, WordTiming, word_timings
 
@@ -145,6 +147,8 @@ class Synthesizer:
             if heard.size < audio.size:
                 cut_ms = round((audio.size - heard.size) * 1000 / NATIVE_SAMPLE_RATE)
                 audio, timings = heard, tuple(t.shifted(-min(cut_ms, t.start_ms)) for t in timings)
+            if decoding.done:  # one window: the silence after the speech is not sent either
+                audio = heard_end(audio, decoding.samples_per_frame, others_s=queues.others_s)
             return TimedSynthesis(
                 synthesis=Synthesis(audio=audio, durations=decoding.durations),
                 synthesis_s=time.perf_counter() - started, decoding=None if decoding.done else decoding,
@@ -162,6 +166,8 @@ class Synthesizer:
 
         def run() -> TimedSynthesis:
             audio, spent = self._window(decoding, queues, halt)
+            if decoding.done:  # the chunk's last window: the silence after its speech is not sent
+                audio = heard_end(audio, decoding.samples_per_frame, others_s=queues.others_s)
             return TimedSynthesis(synthesis=Synthesis(audio=audio), synthesis_s=spent,
                                   decoding=None if decoding.done else decoding)
 
