@@ -32,6 +32,14 @@ def test_a_short_tail_is_all_kept() -> None:
     np.testing.assert_array_equal(heard_end(audio, SPF), audio)
 
 
+def test_the_last_word_is_kept_whole() -> None:
+    """Word times went out with the chunk's first window: a word that ends in the silence (its last
+    phoneme's frames outlast its sound) keeps the audio up to its end."""
+    audio = _speech_then_silence(30, 20)
+    assert heard_end(audio, SPF, keep=45 * SPF).size == 45 * SPF
+    assert heard_end(audio, SPF, keep=10 * SPF).size == (30 + KEPT_FRAMES) * SPF
+
+
 def test_a_window_without_speech_keeps_the_kept_frames_and_at_least_one() -> None:
     silent = np.zeros(40 * SPF, dtype=np.float32)
     assert heard_end(silent, SPF).size == KEPT_FRAMES * SPF  # the speech ended in the window before
@@ -47,7 +55,8 @@ def test_the_tail_is_sent_while_another_listener_has_no_audio() -> None:
 @pytest.mark.real_model
 def test_a_served_answer_ends_and_pauses_the_kept_frames_after_its_speech() -> None:
     """Through the synthesizer on the int8 weights: each sentence's audio ends KEPT_FRAMES after its
-    last sample above the level, where the model's own render went on for longer."""
+    last sample above the level, or where its last word ends if later, where the model's own render
+    went on for longer."""
     import real_audio as ra
 
     from kokoro_server.model_dir import style_for
@@ -70,9 +79,11 @@ def test_a_served_answer_ends_and_pauses_the_kept_frames_after_its_speech() -> N
         return chunks
 
     for text in texts:
-        audio = np.concatenate([c.synthesis.audio for c in asyncio.run(scenario(text))])
+        chunks = asyncio.run(scenario(text))
+        audio = np.concatenate([c.synthesis.audio for c in chunks])
         speech_ends = int(np.flatnonzero(np.abs(audio) > SILENCE)[-1]) + 1
-        assert audio.size == speech_ends + KEPT_FRAMES * SPF, (text, audio.size, speech_ends)
+        words_end = max(w.end_ms for c in chunks for w in c.words) * 24  # samples: the last word is kept whole
+        assert audio.size == pytest.approx(max(speech_ends + KEPT_FRAMES * SPF, words_end), abs=24), text
         (phonemes,) = ra.phonemizer().phonemize(text, voice=voice, lang=ra.ENGLISH)
         rendered = ra.engine().synthesize(phonemes, style_for(ra.model().voices[voice], phonemes), 1.0).audio
         rendered_tail = rendered.size - (int(np.flatnonzero(np.abs(rendered) > SILENCE)[-1]) + 1)

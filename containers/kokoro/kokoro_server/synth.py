@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -94,6 +96,9 @@ class Synthesizer:
         self.voices = voices
         self.voice_book = VoiceBook(packs=voices)
         self.vocab = vocab  # the model's phoneme ids: symbols outside it have no duration
+        # where each chunk's last word ends (samples from its start), for its last window (tail.py);
+        # written and read by the job running the chunk's windows, which run one at a time
+        self._words_end: weakref.WeakKeyDictionary[Decoding, int] = weakref.WeakKeyDictionary()
         self.scheduler = scheduler
         self.phonemizer = Phonemizer()
         self.languages = tuple(code for code in served_languages() if languages is None or code in languages)
@@ -143,12 +148,14 @@ class Synthesizer:
             audio, _ = self._window(decoding, queues, halt, lead=lead)
             timings = word_timings(words, phonemes=phonemes, durations=decoding.durations,
                                    samples=decoding.frames * decoding.samples_per_frame, vocab=self.vocab)
+            if timings:  # the chunk's last window keeps its last word whole (tail.py)
+                self._words_end[decoding] = math.ceil(max(t.end_ms for t in timings) * NATIVE_SAMPLE_RATE / 1000)
             heard = heard_part(audio, lead, decoding.samples_per_frame)  # the silence before speech is not sent
             if heard.size < audio.size:
                 cut_ms = round((audio.size - heard.size) * 1000 / NATIVE_SAMPLE_RATE)
                 audio, timings = heard, tuple(t.shifted(-min(cut_ms, t.start_ms)) for t in timings)
             if decoding.done:  # one window: the silence after the speech is not sent either
-                audio = heard_end(audio, decoding.samples_per_frame, others_s=queues.others_s)
+                audio = self._heard_end(decoding, audio, queues)
             return TimedSynthesis(
                 synthesis=Synthesis(audio=audio, durations=decoding.durations),
                 synthesis_s=time.perf_counter() - started, decoding=None if decoding.done else decoding,
@@ -167,11 +174,18 @@ class Synthesizer:
         def run() -> TimedSynthesis:
             audio, spent = self._window(decoding, queues, halt)
             if decoding.done:  # the chunk's last window: the silence after its speech is not sent
-                audio = heard_end(audio, decoding.samples_per_frame, others_s=queues.others_s)
+                audio = self._heard_end(decoding, audio, queues)
             return TimedSynthesis(synthesis=Synthesis(audio=audio), synthesis_s=spent,
                                   decoding=None if decoding.done else decoding)
 
         return self._queue(owner, run, halt, then, queues)
+
+    def _heard_end(self, decoding: Decoding, last_window: np.ndarray, queues: _Queues) -> np.ndarray:
+        """The chunk's last window less the silence after its speech (tail.py), its last word kept
+        whole: the window's audio is the chunk's last ``last_window.size`` samples."""
+        words_end = self._words_end.pop(decoding, 0)
+        keep = words_end - (decoding.frames * decoding.samples_per_frame - last_window.size)
+        return heard_end(last_window, decoding.samples_per_frame, others_s=queues.others_s, keep=keep)
 
     def _window(self, decoding: Decoding, queues: _Queues, halt: Halt, *, lead: int = 0) -> tuple[np.ndarray, float]:
         """Decode ``decoding``'s next window as the sizer sizes it (the worker thread), from the

@@ -22,14 +22,16 @@ KEPT_FRAMES = 8
 """Frames kept after a chunk's last sample above SILENCE (200 ms): a sentence's own pause, shorter."""
 
 
-def heard_end(last_window: np.ndarray, samples_per_frame: int, *, others_s: float | None = None) -> np.ndarray:
+def heard_end(last_window: np.ndarray, samples_per_frame: int, *, others_s: float | None = None,
+              keep: int = 0) -> np.ndarray:
     """A chunk's last window's audio up to :data:`KEPT_FRAMES` after its last sample above
-    :data:`SILENCE` (from its first sample when none is), never less than one frame. Whole while
-    another listener has no audio queued (``others_s`` as lead.silent_lead's): this listener's
-    silence is then the cheaper buffer, as before a chunk."""
+    :data:`SILENCE` (from its first sample when none is), never less than one frame nor its first
+    ``keep`` samples (where its last word ends: the word times sent with the chunk's first window
+    end within the audio). Whole while another listener has no audio queued (``others_s`` as
+    lead.silent_lead's): this listener's silence is then the cheaper buffer, as before a chunk."""
     if others_s is not None and others_s <= 0 or samples_per_frame < 1:
         return last_window
     loud = np.flatnonzero(np.abs(last_window) > SILENCE)
     speech_ends = int(loud[-1]) + 1 if loud.size else 0
-    end = max(speech_ends + KEPT_FRAMES * samples_per_frame, samples_per_frame)
+    end = max(speech_ends + KEPT_FRAMES * samples_per_frame, samples_per_frame, keep)
     return last_window[:end]
