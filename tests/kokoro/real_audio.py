@@ -186,6 +186,17 @@ def as_sent(windows: list[np.ndarray], lead: int, samples_per_frame: int = 600) 
     return sent
 
 
+def assert_sent(got: list[np.ndarray], want: list[np.ndarray]) -> None:
+    """``got``, a chunk's windows as served, are ``want`` (:func:`as_sent`) but the last, which may
+    run on past the level's cut to where the chunk's last word ends (tail.py): the render's prefix."""
+    assert len(got) == len(want)
+    for served, expected in zip(got[:-1], want[:-1]):
+        np.testing.assert_array_equal(served, expected)
+    whole = want[-1]  # as_sent cut it at the level alone: the served one is as long or longer
+    assert got[-1].size >= whole.size
+    np.testing.assert_array_equal(got[-1][:whole.size], whole)
+
+
 def send_as_served(decoding: Any, speed: float) -> list[np.ndarray]:
     """What a server at SERVED_PACE sends of a chunk spoken at ``speed`` (listener alone): its
     windows, sized knowing the silence before its speech, and the silence around it left out."""
