@@ -186,6 +186,31 @@ def as_sent(windows: list[np.ndarray], lead: int, samples_per_frame: int = 600) 
     return sent
 
 
+def served(text: str, voice: str = "af_heart") -> list[Any]:
+    """``text``'s windows as a Synthesizer at SERVED_PACE yields them to a listener alone (its
+    TimedSynthesis results, word times included)."""
+    import asyncio
+
+    from kokoro_server.scheduler import Scheduler
+    from kokoro_server.sizing import Cost
+    from kokoro_server.speech import Speech
+    from kokoro_server.synth import Synthesizer
+
+    async def scenario() -> list[Any]:
+        scheduler = Scheduler(workers=1)
+        await scheduler.start()
+        synth = Synthesizer(engine=engine(), voices=model().voices, scheduler=scheduler, default_voice=voice,
+                            vocab=model().vocab)
+        synth.keep_up(Cost(pace=SERVED_PACE))
+        try:
+            return [c async for c in Speech(synth, owner="o", pieces=[text], voice=voice, speed=1.0, lang=ENGLISH)]
+        finally:
+            await scheduler.stop()
+            synth.close()
+
+    return asyncio.run(scenario())
+
+
 def assert_sent(got: list[np.ndarray], want: list[np.ndarray]) -> None:
     """``got``, a chunk's windows as served, are ``want`` (:func:`as_sent`) but the last, which may
     run on past the level's cut to where the chunk's last word ends (tail.py): the render's prefix."""

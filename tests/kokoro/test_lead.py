@@ -3,8 +3,6 @@ goes with it, and that the job sizer keeps the listener fed without it."""
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 import pytest
 
@@ -111,24 +109,9 @@ def test_a_served_chunk_starts_near_its_speech_and_its_words_move_with_it() -> N
     import real_audio as ra
 
     from kokoro_server.g2p import sentence_jobs
-    from kokoro_server.scheduler import Scheduler
-    from kokoro_server.speech import Speech
-    from kokoro_server.synth import Synthesizer, TimedSynthesis
 
     text, voice = "Meet me at nine fifteen tomorrow.", "af_heart"
-
-    async def scenario() -> list[TimedSynthesis]:
-        scheduler = Scheduler(workers=1)
-        await scheduler.start()
-        synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=voice,
-                            vocab=ra.model().vocab)
-        synth.keep_up(Cost(pace=ra.SERVED_PACE))
-        chunks = [c async for c in Speech(synth, owner="o", pieces=[text], voice=voice, speed=1.0, lang=ra.ENGLISH)]
-        await scheduler.stop()
-        synth.close()
-        return chunks
-
-    chunks = asyncio.run(scenario())
+    chunks = ra.served(text, voice)
     audio = np.concatenate([c.synthesis.audio for c in chunks])
     (phonemes,) = [job for chunk in ra.phonemizer().phonemize(text, voice=voice, lang=ra.ENGLISH)
                    for job in sentence_jobs(chunk)]

@@ -3,8 +3,6 @@ answer ends, and pauses between its sentences, that much after its speech on the
 
 from __future__ import annotations
 
-import asyncio
-
 import numpy as np
 import pytest
 
@@ -60,26 +58,10 @@ def test_a_served_answer_ends_and_pauses_the_kept_frames_after_its_speech() -> N
     import real_audio as ra
 
     from kokoro_server.model_dir import style_for
-    from kokoro_server.scheduler import Scheduler
-    from kokoro_server.sizing import Cost
-    from kokoro_server.speech import Speech
-    from kokoro_server.synth import Synthesizer, TimedSynthesis
 
     texts, voice = ["Meet me at nine fifteen tomorrow.", "Bring the blue folder, please."], "af_heart"
-
-    async def scenario(text: str) -> list[TimedSynthesis]:
-        scheduler = Scheduler(workers=1)
-        await scheduler.start()
-        synth = Synthesizer(engine=ra.engine(), voices=ra.model().voices, scheduler=scheduler, default_voice=voice,
-                            vocab=ra.model().vocab)
-        synth.keep_up(Cost(pace=ra.SERVED_PACE))
-        chunks = [c async for c in Speech(synth, owner="o", pieces=[text], voice=voice, speed=1.0, lang=ra.ENGLISH)]
-        await scheduler.stop()
-        synth.close()
-        return chunks
-
     for text in texts:
-        chunks = asyncio.run(scenario(text))
+        chunks = ra.served(text, voice)
         audio = np.concatenate([c.synthesis.audio for c in chunks])
         speech_ends = int(np.flatnonzero(np.abs(audio) > SILENCE)[-1]) + 1
         words_end = max(w.end_ms for c in chunks for w in c.words) * 24  # samples: the last word is kept whole
