@@ -33,16 +33,21 @@ def kept_frames(speed: float) -> int:
     return math.ceil(KEPT_FRAMES / min(speed, speed * speed) - 1e-9)
 
 
+def another_starves(others_s: float | None) -> bool:
+    """Another listener with work has no audio queued (``others_s``, the least any other listener
+    with work has, as the job sizer's Situation: 0 when one waits for its first audio or the decoder
+    fell behind for it). A listener's silence, before its speech or after, is then sent whole."""
+    return others_s is not None and others_s <= 0
+
+
 def silent_lead(durations: np.ndarray | None, speed: float = 1.0, *, others_s: float | None = None) -> int:
     """Frames at the start of a chunk spoken at ``speed`` that its listener does not hear: its
     start pad's frames (``durations[0]``, frames per model token) but the last
     :func:`kept_frames`; 0 when the engine gave no durations, or while another listener has no
-    audio queued (``others_s``, the least any other listener with work has, as the job sizer's
-    Situation: 0 when one waits for its first audio or the decoder fell behind for it). The
-    silence is the cheapest buffer then: without it this listener's first window must be larger
-    to keep up (the sizer's rule 4), and every listener queued behind it waits for those frames."""
-    starving = others_s is not None and others_s <= 0
-    if starving or durations is None or len(durations) < 1 or not speed > 0:
+    audio queued (:func:`another_starves`). The silence is the cheapest buffer then: without it
+    this listener's first window must be larger to keep up (the sizer's rule 4), and every
+    listener queued behind it waits for those frames."""
+    if another_starves(others_s) or durations is None or len(durations) < 1 or not speed > 0:
         return 0
     pad = float(np.asarray(durations, dtype=np.float64).reshape(-1)[0])
     if not np.isfinite(pad):

@@ -7,11 +7,11 @@ model jobs: a chunk's front and first window (:meth:`submit`), then one window p
 asked here, once per job, as the job starts on the model: then the listener's queued audio is what
 it will be while the window is decoded. A chunk's first window is sent without most of the model's
 silence before its speech (lead.py), and the sizer is told how much; its last window, without most
-of the silence after (tail.py). Windows are separate scheduler
-jobs, so other sessions' work interleaves between them; a cancel drops the windows not yet decoded
-and halts the one on the model (engines/halt.py), so the next answer after a barge-in does not wait
-for it. The decoder's cost the sizer reads is measured (pace.PaceMeter): at warm-up, when the engine
-is idle, then fitted to the windows decoded; or pinned (KOKORO_DECODER_PACE).
+of the silence after (tail.py). Windows are separate scheduler jobs, so other sessions' work
+interleaves between them; a cancel drops the windows not yet decoded and halts the one on the model
+(engines/halt.py), so the next answer after a barge-in does not wait for it. The decoder's cost the
+sizer reads is measured (pace.PaceMeter): at warm-up, when the engine is idle, then fitted to the
+windows decoded; or pinned (KOKORO_DECODER_PACE).
 """
 
 from __future__ import annotations

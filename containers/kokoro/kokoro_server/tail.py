@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .lead import another_starves
+
 SILENCE = 10 ** (-60 / 20)
 """The level below which a sample counts as silence (-60 dBFS), as lead.py's onsets were measured."""
 KEPT_FRAMES = 8
@@ -27,9 +29,9 @@ def heard_end(last_window: np.ndarray, samples_per_frame: int, *, others_s: floa
     """A chunk's last window's audio up to :data:`KEPT_FRAMES` after its last sample above
     :data:`SILENCE` (from its first sample when none is), never less than one frame nor its first
     ``keep`` samples (where its last word ends: the word times sent with the chunk's first window
-    end within the audio). Whole while another listener has no audio queued (``others_s`` as
-    lead.silent_lead's): this listener's silence is then the cheaper buffer, as before a chunk."""
-    if others_s is not None and others_s <= 0 or samples_per_frame < 1:
+    end within the audio). Whole while another listener has no audio queued
+    (lead.another_starves): this listener's silence is then the cheaper buffer, as before a chunk."""
+    if another_starves(others_s) or samples_per_frame < 1:
         return last_window
     loud = np.flatnonzero(np.abs(last_window) > SILENCE)
     speech_ends = int(loud[-1]) + 1 if loud.size else 0
