@@ -66,14 +66,25 @@ GOALS = {"short_total": 1.0, "long_total": 1.0, "paragraph_total": 1.0, "concurr
          "paragraph_cpu_per_audio": 1.0}
 
 
-def cpu_seconds(pid: int) -> float:
-    """User plus system CPU seconds so far of a process, its threads and its live descendants
-    (/proc: Kokoro-FastAPI's uvicorn runs under start.sh)."""
+def _stat_sum(pid: int, *indices: int) -> int:
+    """The sum of /proc/PID/stat's fields at ``indices`` (counted after the command's closing
+    parenthesis) over a process and its live descendants (Kokoro-FastAPI's uvicorn runs under
+    start.sh); a process's figures include its threads'."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
     children = {int(c) for task in Path(f"/proc/{pid}/task").iterdir()
                 for c in (task / "children").read_text().split()}
-    return own + sum(cpu_seconds(child) for child in children)
+    return sum(int(fields[i]) for i in indices) + sum(_stat_sum(child, *indices) for child in children)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds so far of a process and its live descendants."""
+    return _stat_sum(pid, 11, 12) / os.sysconf("SC_CLK_TCK")
+
+
+def page_faults(pid: int) -> int:
+    """Page faults (minor and major) so far of a process and its live descendants: a page the
+    process touches for the first time since the system got it back is one."""
+    return _stat_sum(pid, 7, 9)
 
 
 async def speak(client: httpx.AsyncClient, url: str, text: str, voice: str, *, delay_s: float = 0.0) -> dict[str, Any]:

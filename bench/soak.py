@@ -15,7 +15,8 @@ Checked, and the run fails (exit 1) when one does not hold:
   sha256 of every finished utterance's audio equals that of the same text rendered before the
   run (reference_hashes; synthesis is deterministic: the vocoder's noise is seeded by its input,
   and the soak's server decodes each chunk in one window, KOKORO_DECODER_PACE=0, so no window
-  depends on timing; a server given with ``--url`` must run so too);
+  depends on timing; a server given with ``--url`` must run so too, and hand freed memory back
+  soon, KOKORO_MEMORY_TRIM_AFTER_S=1, as the soak's own does);
 - after a ``cancel``, no frame of the cancelled utterances follows ``cancelled``;
 - every session finishes every turn (no starvation); fairness is reported as the spread of the
   sessions' mean time to first audio;
@@ -206,7 +207,8 @@ def _server(model_dir: Path | None, python: str) -> Iterator[tuple[str, int]]:
         if model_dir is None:
             model_dir = build_tiny_model(Path(tmp) / "tiny", python=python)
         server = KokoroProcess(model_dir=model_dir, python=python, log_path=Path(tmp) / "server.log",
-                               env={"KOKORO_MAX_SESSIONS": "256", "KOKORO_DECODER_PACE": "0"})
+                               env={"KOKORO_MAX_SESSIONS": "256", "KOKORO_DECODER_PACE": "0",
+                                    "KOKORO_MEMORY_TRIM_AFTER_S": "1"})  # settled soon: RSS read then holds still
         try:
             server.start(timeout_s=300)
         except LaunchError as error:

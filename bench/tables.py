@@ -24,6 +24,7 @@ from pathlib import Path
 
 from . import doc_tables as render
 from . import doc_tables_speech as speech
+from . import memory_trim
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = Path("bench/results")
@@ -75,6 +76,7 @@ TABLES: tuple[Table, ...] = (
     Table(name="side-by-side", sources=("side_by_side-torch.json",), render=speech.side_by_side),
     Table(name="side-by-side-dequantized", sources=("side_by_side-torch-dequantized.json",),
           render=functools.partial(speech.side_by_side, source="side_by_side-torch-dequantized.json")),
+    Table(name="memory-trim", sources=("memory_trim.json",), render=memory_trim.table),
     Table(name="sentence-ttfa", sources=("sentence_ttfa-onnx.json",), render=speech.sentence_ttfa),
     Table(name="onnx-ops", sources=("onnx_ops.json",), render=speech.onnx_ops),
     Table(name="torch-layout", sources=("torch_layout-tiny.json", "torch_layout-dequantized.json"),

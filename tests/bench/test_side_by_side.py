@@ -1,4 +1,5 @@
-"""bench.side_by_side: ratios paired within each round, goals judged, CPU read from a live process tree."""
+"""bench.side_by_side: ratios paired within each round, goals judged, CPU and page faults read from a live process
+tree."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import sys
 import time
 from typing import Any
 
-from bench.side_by_side import CASES, GOALS, cpu_seconds, summarize
+from bench.side_by_side import CASES, GOALS, cpu_seconds, page_faults, summarize
 
 
 def _run(first: float, total: float, cpu: float, audio: float, speech: float | None = None) -> dict[str, Any]:
@@ -49,6 +50,18 @@ def test_cpu_counts_a_child_process_that_does_the_work() -> None:
             time.sleep(0.05)
         assert cpu_seconds(shell.pid) >= 0.4
         assert cpu_seconds(os.getpid()) > 0
+    finally:
+        subprocess.run(["pkill", "-P", str(shell.pid)], check=False)
+        shell.wait(timeout=10)
+
+
+def test_page_faults_count_the_fresh_memory_a_child_process_touches() -> None:
+    touch = ("import time\nb = bytearray(64 << 20)\nb[::4096] = bytes(len(b[::4096]))\n"
+             "open(1, \"w\").write(\"x\")\ntime.sleep(30)")
+    shell = subprocess.Popen(["bash", "-c", f"{sys.executable} -c '{touch}' & wait"], stdout=subprocess.PIPE)
+    try:
+        assert shell.stdout is not None and shell.stdout.read(1) == b"x"  # 64 MiB touched, page by page
+        assert page_faults(shell.pid) >= (64 << 20) // 4096  # a shell and a bare interpreter: a few thousand
     finally:
         subprocess.run(["pkill", "-P", str(shell.pid)], check=False)
         shell.wait(timeout=10)

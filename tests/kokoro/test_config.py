@@ -27,6 +27,9 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
     assert settings.first_audio_s == 0.5
     graced = {"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_FIRST_AUDIO_S": "0"}
     assert Settings.from_env(graced).first_audio_s == 0.0  # a first window due at once
+    assert settings.memory_trim_after_s == 30.0
+    trimmed = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_MEMORY_TRIM_AFTER_S": "2.5"})
+    assert trimmed.memory_trim_after_s == 2.5
     assert settings.languages is None  # every language whose G2P is installed
     narrowed = Settings.from_env({"KOKORO_MODEL_DIR": str(tmp_path), "KOKORO_LANGUAGES": " j, a,j "})
     assert narrowed.languages == ("j", "a")
@@ -43,6 +46,8 @@ def test_defaults_and_overrides(tmp_path: Path) -> None:
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "-0.5"}, "KOKORO_FIRST_AUDIO_S"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "11"}, "KOKORO_FIRST_AUDIO_S"),  # past the slack cap
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_FIRST_AUDIO_S": "soon"}, "KOKORO_FIRST_AUDIO_S"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_MEMORY_TRIM_AFTER_S": "0"}, "KOKORO_MEMORY_TRIM_AFTER_S"),
+    ({"KOKORO_MODEL_DIR": "/x", "KOKORO_MEMORY_TRIM_AFTER_S": "later"}, "KOKORO_MEMORY_TRIM_AFTER_S"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_LANGUAGES": "a,en"}, "KOKORO_LANGUAGES"),
     ({"KOKORO_MODEL_DIR": "/x", "KOKORO_LANGUAGES": ","}, "KOKORO_LANGUAGES"),
 ])

@@ -1,15 +1,21 @@
 """The scheduler when its queue runs dry: idle hooks (the pace re-measure) run once per burst, the
 freed memory is handed back once per burst, not before the queue has stayed dry a while, and
-``settled`` (what /ping reports, and what the soak waits for) holds only after that trim."""
+``settled`` (what /ping reports, and what the soak waits for) holds only after that trim. A server
+waits KOKORO_MEMORY_TRIM_AFTER_S (30 s by default), not the turn of a conversation."""
 
 from __future__ import annotations
 
 import asyncio
 import functools
 import threading
+import time
+from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
-from waiting import wait_until_async
+from kokoro_harness import Server, start_server
+from waiting import wait_until, wait_until_async
 
 from kokoro_server.scheduler import Scheduler
 
@@ -118,3 +124,37 @@ def test_work_that_comes_while_the_queue_is_briefly_dry_does_not_wait_for_the_tr
 def test_the_idle_delay_is_checked() -> None:
     with pytest.raises(ValueError, match="idle_after_s"):
         Scheduler(idle_after_s=-1.0)
+
+
+def spoken(server: Server) -> float:
+    """Speak a short answer through the OpenAI route; when its last byte came (monotonic)."""
+    body = {"model": "kokoro", "input": "Sure, one moment.", "voice": "af_heart", "response_format": "pcm"}
+    response = httpx.post(f"{server.http}/v1/audio/speech", json=body, timeout=60)
+    assert response.status_code == 200 and response.content, response.text[:200]
+    return time.monotonic()
+
+
+def settled(status: dict[str, Any]) -> bool:
+    return bool(status["settled"])
+
+
+def test_a_server_hands_memory_back_once_idle_for_the_configured_time(
+    tiny_model: Path, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    trim_after_s = 0.5
+    running = start_server(tiny_model, tmp_path_factory.mktemp("trim") / "server.log",
+                           env={"KOKORO_WARMUP": "0", "KOKORO_MEMORY_TRIM_AFTER_S": str(trim_after_s)})
+    try:
+        ended = spoken(running)
+        assert wait_until(running.diagnostics, until=settled, timeout=20)["settled"]
+        assert time.monotonic() - ended >= trim_after_s
+    finally:
+        running.stop()
+
+
+def test_by_default_the_next_turn_of_a_conversation_finds_the_memory_the_last_one_freed(server: Server) -> None:
+    """A caller speaks for seconds between two answers: the server must not trim meanwhile, or the
+    next answer faults in its working set again (docs/throughput.md, "The idle trim")."""
+    spoken(server)
+    watched = wait_until(server.diagnostics, until=settled, timeout=2.0, interval=0.1)  # a while, not 30 s
+    assert (watched["queued"], watched["running"], watched["settled"]) == (0, 0, False)

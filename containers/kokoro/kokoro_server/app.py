@@ -212,7 +212,8 @@ def create_app(
         app.state.live = set()  # the live sessions, for /ping's held_bytes_max
         app.state.ready = False
         app.state.draining = False
-        scheduler = (scheduler_class or Scheduler)(workers=1, first_audio_s=settings.first_audio_s)
+        scheduler = (scheduler_class or Scheduler)(workers=1, first_audio_s=settings.first_audio_s,
+                                                     idle_after_s=settings.memory_trim_after_s)
         await scheduler.start()
         app.state.synth = synth_factory(scheduler)
         app.state.ready = True

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from voicestream.protocol import LANGUAGES, MAX_TEXT_CHARS, aws
 
-from .scheduler import DEFAULT_FIRST_AUDIO_S, DEFAULT_MAX_SLACK_S
+from .scheduler import DEFAULT_FIRST_AUDIO_S, DEFAULT_IDLE_AFTER_S, DEFAULT_MAX_SLACK_S
 
 SAGEMAKER_MODEL_DIR = Path("/opt/ml/model")
 _DEVICE = re.compile(r"^(cpu|cuda(:\d+)?)$")
@@ -115,6 +115,9 @@ class Settings:
     first_audio_s: float = DEFAULT_FIRST_AUDIO_S
     """Deadline scheduling: a new session's first window is due this long after it is asked for, so
     a listener that would run dry sooner goes first (scheduler.DEFAULT_FIRST_AUDIO_S)."""
+    memory_trim_after_s: float = DEFAULT_IDLE_AFTER_S
+    """How long the model queue stays dry after work before the memory its jobs freed is handed back
+    to the system (scheduler.DEFAULT_IDLE_AFTER_S)."""
     decoder_pace: float | None = None
     """Decoder seconds per audio second the job sizer sizes windows by (sizing.Cost.pace); None
     (the default, ``KOKORO_DECODER_PACE=measure``): fitted, with a fixed cost per call, to windows
@@ -143,6 +146,7 @@ class Settings:
             decoder_pace=_pace(env.get("KOKORO_DECODER_PACE")),
             first_audio_s=_seconds(env, "KOKORO_FIRST_AUDIO_S", DEFAULT_FIRST_AUDIO_S,
                                    most=DEFAULT_MAX_SLACK_S),
+            memory_trim_after_s=_seconds(env, "KOKORO_MEMORY_TRIM_AFTER_S", DEFAULT_IDLE_AFTER_S),
             engine=engine,
             device=device,
             default_voice=env.get("KOKORO_DEFAULT_VOICE") or None,

@@ -29,9 +29,10 @@ ended for an owner that had already gone.
 When the queue has stayed dry for ``idle_after_s`` after work, a worker runs the idle hooks
 (``on_idle``: the synthesizer re-measures the decoder pace there) and hands the memory the jobs
 freed back to the system (memory.py), so an idle server's resident size does not keep its last
-burst's peak. Not the moment the queue runs dry: a request sent as the last one ends, or the next
-answer after a barge-in, would wait behind the trim (10-15 ms of a core on the tiny torch model),
-and back-to-back requests would pay one each.
+burst's peak. Only once the server is idle, not between the turns of a conversation: the next
+request faults in again every page the trim gave back, and a caller's next answer comes seconds
+after the last (DEFAULT_IDLE_AFTER_S). Never the moment the queue runs dry: a request sent as the
+last one ends would wait behind the trim itself (10-15 ms of a core on the tiny torch model).
 
 Ownership: the engine is used by the worker thread only (``warm_up`` runs before the first job),
 and ``stop`` waits for the job in flight, so the engine is never freed under a running job.
@@ -53,8 +54,10 @@ from .memory import release_free_memory
 log = logging.getLogger(__name__)
 
 DEFAULT_MAX_SLACK_S = 10.0
-DEFAULT_IDLE_AFTER_S = 1.0
-"""How long the queue stays dry after work before the idle hooks and the memory trim run."""
+DEFAULT_IDLE_AFTER_S = 30.0
+"""How long the queue stays dry after work before the idle hooks and the memory trim run
+(KOKORO_MEMORY_TRIM_AFTER_S). At 1 s, every answer of a conversation came after a trim and faulted
+its working set in anew: bench/results/memory_trim.json (docs/throughput.md, "The idle trim")."""
 DEFAULT_FIRST_AUDIO_S = 0.5
 """How long after its submission a job of an owner with nothing playing is due (KOKORO_FIRST_AUDIO_S).
 Two sessions arriving at random on 2 CPU cores, paired runs: with 0 (a first window due at once)
