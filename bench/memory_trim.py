@@ -9,7 +9,8 @@ speaks bench.design's 6-word and 35-word sentences on each through the OpenAI sp
 (bench.side_by_side's client), the order rotating, and waits ``TURN_GAP_S`` after every answer:
 longer than the 1 s server waits before it trims, so every answer of its own comes after a trim,
 as a conversation's did before the default moved. Per answer: first byte, last byte, and the
-server process's CPU seconds and page faults (/proc) over the request; each ratio, default / 1 s,
+server process's CPU seconds and page faults (/proc) over the request, and its resident memory
+when the answer was asked for (what it held through the caller's turn); each ratio, default / 1 s,
 is the median of the rounds' own ratios.
 """
 
@@ -36,7 +37,15 @@ TURN_GAP_S = 1.5
 """Silence after each answer: past the 1 s server's trim, as a caller's turn is."""
 VARIANTS = {"trim_1s": {"KOKORO_MEMORY_TRIM_AFTER_S": "1"}, "default": {}}
 CASES = {"short": SHORT, "long": LONG}
-KEYS = ("first_s", "total_s", "cpu_s", "faults")
+KEYS = ("first_s", "total_s", "cpu_s", "faults", "rss_mib")
+
+
+def resident_mib(pid: int) -> float:
+    """The server's resident memory now (/proc/PID/status VmRSS), MiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
 
 
 async def measure(urls: dict[str, str], pids: dict[str, int], voice: str,
@@ -52,9 +61,9 @@ async def measure(urls: dict[str, str], pids: dict[str, int], voice: str,
             for case, variant in order[shift:] + order[:shift]:
                 await asyncio.sleep(TURN_GAP_S)
                 pid = pids[variant]
-                cpu, faults = cpu_seconds(pid), page_faults(pid)
+                cpu, faults, rss = cpu_seconds(pid), page_faults(pid), resident_mib(pid)
                 found = await speak(client, urls[variant], CASES[case], voice)
-                found.update(cpu_s=round(cpu_seconds(pid) - cpu, 3), faults=page_faults(pid) - faults)
+                found.update(cpu_s=round(cpu_seconds(pid) - cpu, 3), faults=page_faults(pid) - faults, rss_mib=rss)
                 runs[f"{variant}_{case}"].append({key: found[key] for key in KEYS})
                 print(f"round {index + 1}/{rounds} {variant} {case}: {json.dumps(runs[f'{variant}_{case}'][-1])}",
                       file=sys.stderr, flush=True)
@@ -76,10 +85,11 @@ def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
 
 def table(record: dict[str, Any]) -> list[str]:
     """docs/throughput.md's table: each case's medians on both servers, and the ratios."""
-    lines = ["| answer | trim after 1 s: first byte / total / CPU s, page faults | default (30 s): first byte / "
-             "total / CPU s, page faults | first byte ratio | total ratio | CPU ratio |", "|---|---|---|---|---|---|"]
+    lines = ["| answer | trim after 1 s: first byte / total / CPU s, page faults, MiB resident before | default "
+             "(30 s): the same | first byte ratio | total ratio | CPU ratio |", "|---|---|---|---|---|---|"]
     for case, label in (("short", "6 words"), ("long", "35 words")):
-        cells = [" / ".join(f"{row[key]:.3f}" for key in ("first_s", "total_s", "cpu_s")) + f", {row['faults']:.0f}"
+        cells = [" / ".join(f"{row[key]:.3f}" for key in ("first_s", "total_s", "cpu_s"))
+                 + f", {row['faults']:.0f}, {row['rss_mib']:.0f}"
                  for row in (record["rows"][case]["trim_1s"], record["rows"][case]["default"])]
         ratios = [f"{record['ratios'][f'{case}_{key}']:.3f}" for key in ("first_s", "total_s", "cpu_s")]
         lines.append(f"| {label} | " + " | ".join(cells + ratios) + " |")

@@ -8,7 +8,7 @@ from bench.memory_trim import CASES, VARIANTS, summarize, table
 
 
 def _answer(first: float, total: float, cpu: float, faults: int) -> dict[str, Any]:
-    return {"first_s": first, "total_s": total, "cpu_s": cpu, "faults": faults}
+    return {"first_s": first, "total_s": total, "cpu_s": cpu, "faults": faults, "rss_mib": 1000.0 + faults / 1000}
 
 
 def test_ratios_pair_the_rounds_and_the_table_shows_both_servers() -> None:
@@ -25,5 +25,5 @@ def test_ratios_pair_the_rounds_and_the_table_shows_both_servers() -> None:
     record = {**found, "when": "2026-12-07 19:00 UTC", "command": "python -m bench.memory_trim",
               "model_dir": "bench-tiny", "voice": "af_heart", "turn_gap_s": 1.5, "cpus": 2, "seconds": 90.0}
     lines = table(record)
-    assert lines[3] == ("| 35 words | 0.400 / 1.000 / 2.000, 40000 | 0.400 / 1.000 / 2.000, 8000 "
+    assert lines[3] == ("| 35 words | 0.400 / 1.000 / 2.000, 40000, 1040 | 0.400 / 1.000 / 2.000, 8000, 1008 "
                         "| 0.900 | 0.900 | 0.900 |")
