@@ -30,7 +30,7 @@ import httpx
 
 from .design import LONG, SHORT
 from .server import ServerProcess
-from .side_by_side import cpu_seconds, page_faults, speak
+from .side_by_side import add_run_options, cpu_seconds, page_faults, speak
 
 REPO = Path(__file__).resolve().parents[1]
 TURN_GAP_S = 1.5
@@ -101,12 +101,7 @@ def table(record: dict[str, Any]) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.memory_trim", description=__doc__.splitlines()[0])
-    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "bench-tiny")
-    parser.add_argument("--voice", default="af_heart")
-    parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--python", type=Path,
-                        default=Path(os.environ.get("KOKORO_PYTHON", REPO / ".venv-kokoro/bin/python")))
-    parser.add_argument("--out", type=Path, required=True)
+    add_run_options(parser, rounds=10)
     args = parser.parse_args(argv)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     servers = {variant: ServerProcess(python=args.python, model_dir=args.model_dir, env=env,

@@ -225,17 +225,22 @@ def stop_theirs(process: subprocess.Popen[bytes]) -> None:
             process.wait(timeout=10)
 
 
+def add_run_options(parser: argparse.ArgumentParser, *, rounds: int) -> None:
+    """The options of a bench that starts servers on a model and speaks to them in rounds."""
+    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "bench-tiny",
+                        help="a torch model directory (config.json, one .pth, voices/*.pt)")
+    parser.add_argument("--voice", default="af_heart")
+    parser.add_argument("--rounds", type=int, default=rounds)
+    parser.add_argument("--python", type=Path,
+                        default=Path(os.environ.get("KOKORO_PYTHON", REPO / ".venv-kokoro/bin/python")))
+    parser.add_argument("--out", type=Path, required=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.side_by_side", description=__doc__.splitlines()[0])
     parser.add_argument("--kokoro-fastapi", type=Path, required=True,
                         help="a Kokoro-FastAPI checkout prepared by bench/kokoro_fastapi/setup.sh")
-    parser.add_argument("--model-dir", type=Path, default=REPO / "models" / "bench-tiny",
-                        help="a torch model directory (config.json, one .pth, voices/*.pt)")
-    parser.add_argument("--voice", default="af_heart")
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--python", type=Path,
-                        default=Path(os.environ.get("KOKORO_PYTHON", REPO / ".venv-kokoro/bin/python")))
-    parser.add_argument("--out", type=Path, required=True)
+    add_run_options(parser, rounds=5)
     args = parser.parse_args(argv)
 
     def log(line: str) -> None:
