@@ -291,10 +291,12 @@ class Scheduler:
             state.runs_out = max(now, state.runs_out or now) + seconds
 
     async def _stays_dry(self) -> bool:
-        """Whether no job is submitted for ``idle_after_s``."""
+        """Whether no job is submitted for ``idle_after_s``. Waited in the worker's own task
+        (``wait_for`` would start one more for the whole wait, which /diagnostics' ``tasks`` counts)."""
         assert self._wakeup is not None
         try:
-            await asyncio.wait_for(self._wakeup.wait(), self._idle_after_s)
+            async with asyncio.timeout(self._idle_after_s):
+                await self._wakeup.wait()
         except TimeoutError:
             return True
         return False
