@@ -31,6 +31,7 @@ import httpx
 from .design import LONG, SHORT
 from .server import ServerProcess
 from .side_by_side import add_run_options, cpu_seconds, page_faults, speak
+from .soak import rss_kib
 
 REPO = Path(__file__).resolve().parents[1]
 TURN_GAP_S = 1.5
@@ -39,13 +40,6 @@ VARIANTS = {"trim_1s": {"KOKORO_MEMORY_TRIM_AFTER_S": "1"}, "default": {}}
 CASES = {"short": SHORT, "long": LONG}
 KEYS = ("first_s", "total_s", "cpu_s", "faults", "rss_mib")
 
-
-def resident_mib(pid: int) -> float:
-    """The server's resident memory now (/proc/PID/status VmRSS), MiB."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return round(int(line.split()[1]) / 1024, 1)
-    raise RuntimeError(f"no VmRSS in /proc/{pid}/status")
 
 
 async def measure(urls: dict[str, str], pids: dict[str, int], voice: str,
@@ -61,7 +55,7 @@ async def measure(urls: dict[str, str], pids: dict[str, int], voice: str,
             for case, variant in order[shift:] + order[:shift]:
                 await asyncio.sleep(TURN_GAP_S)
                 pid = pids[variant]
-                cpu, faults, rss = cpu_seconds(pid), page_faults(pid), resident_mib(pid)
+                cpu, faults, rss = cpu_seconds(pid), page_faults(pid), round(rss_kib(pid) / 1024, 1)
                 found = await speak(client, urls[variant], CASES[case], voice)
                 found.update(cpu_s=round(cpu_seconds(pid) - cpu, 3), faults=page_faults(pid) - faults, rss_mib=rss)
                 runs[f"{variant}_{case}"].append({key: found[key] for key in KEYS})
