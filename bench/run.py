@@ -2,6 +2,7 @@
 
     python -m bench.run [--model-dir DIR] [--engine torch|onnx] [--quick] [--out bench/results]
                         [--repeats N] [--url http://127.0.0.1:PORT] [--budget-s S] [--no-design]
+                        [--no-relay]
 
 It starts the Kokoro server from the Kokoro environment (``.venv-kokoro``, or $KOKORO_PYTHON) on a
 free loopback port, replays a simulated agent answer (bench.scenario) against it in three ways
@@ -160,7 +161,7 @@ def log(message: str) -> None:
     print(f"bench [{time.perf_counter() - STARTED:6.1f} s]: {message}", flush=True)
 
 
-async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dict[str, Any]:
+async def measure_all(target: measure.Target, plan: Plan, budget: Budget, *, relay: bool = True) -> dict[str, Any]:
     scenario = agent_answer().truncated(plan.paragraphs)
     ladder_scenario = (scenario.first_sentence_only() if plan.ladder_first_sentence_only
                        else scenario.truncated(plan.ladder_paragraphs))
@@ -203,9 +204,10 @@ async def measure_all(target: measure.Target, plan: Plan, budget: Budget) -> dic
         raw["timestamp_probes"] = timed
         await settle()
 
-        log(f"SageMaker relay: {plan.probes} paired rounds through the stand-in")
-        raw["sagemaker_relay"] = await sagemaker_relay.measure(target, first_fragment, rounds=plan.probes)
-        await settle()
+        if relay:
+            log(f"SageMaker relay: {plan.probes} paired rounds through the stand-in")
+            raw["sagemaker_relay"] = await sagemaker_relay.measure(target, first_fragment, rounds=plan.probes)
+            await settle()
 
         # TTFA and total time: round 0.. are full runs, the rest stop at the first audio.
         traces: dict[str, list[measure.Trace]] = {m: [] for m in MODES}
@@ -280,6 +282,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--budget-s", type=float, default=None, help="soft time limit (default 540, quick 50)")
     parser.add_argument("--no-design", action="store_true",
                         help="skip the design comparison (bench/design.py: three more servers)")
+    parser.add_argument("--no-relay", action="store_true",
+                        help="skip the SageMaker relay (the AWS SDKs and the stand-in: bench/gpu.sh on a lent GPU)")
     parser.add_argument("--url", default=None,
                         help="benchmark an already running server at this loopback URL instead of starting one")
     args = parser.parse_args(argv)
@@ -340,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
             target = measure.Target(server.url)
         budget = Budget(plan.budget_s)
         budget.began = budget_start
-        raw = asyncio.run(measure_all(target, plan, budget))
+        raw = asyncio.run(measure_all(target, plan, budget, relay=not args.no_relay))
         if server is not None and choice is not None and not args.no_design:
             server.stop()  # one server at a time: the design phase starts its own
             raw["design"] = design.run(

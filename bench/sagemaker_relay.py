@@ -16,11 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import boto3
-
-from standins.sagemaker_runtime.launch import StandInProcess
 from voicestream.clients import AudioChunk, TtsSession, UtteranceEnd
-from voicestream.clients.sagemaker_bidi import connect_sagemaker
 
 from .measure import FIRST_AUDIO_TIMEOUT_S, BenchError, Target, close_ws, open_ws, spread
 
@@ -65,7 +61,14 @@ async def _relayed(session: TtsSession, text: str, uid: str) -> tuple[float, flo
 async def measure(target: Target, text: str, *, rounds: int) -> dict[str, Any]:
     """Paired samples (ms): TTFA and overhead, direct and through the stand-in, and what the relay adds.
     Each sample in a session of its own: in one session the server would count the last sample's
-    audio as still playing and carry the next on from it (one window: the job sizer's rule 3)."""
+    audio as still playing and carry the next on from it (one window: the job sizer's rule 3).
+    The AWS SDKs and the stand-in are imported here: a run with ``--no-relay`` (bench/gpu.sh on a
+    machine without them) never needs them."""
+    import boto3
+
+    from standins.sagemaker_runtime.launch import StandInProcess
+    from voicestream.clients.sagemaker_bidi import connect_sagemaker
+
     with tempfile.TemporaryDirectory(prefix="bench-sagemaker-local-") as state:
         standin = StandInProcess(container_url=target.base_url, state_dir=Path(state), cwd=REPO,
                                  access_key_id=ACCESS_KEY_ID, secret_access_key=SECRET_ACCESS_KEY)
