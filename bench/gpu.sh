@@ -26,9 +26,12 @@
 # each of engines/time_major.py's rewrites, which the engine applies on a CPU only) into
 # $OUT/torch_layout.json, within 120 s more: whether they would help a GPU too.
 #
-# NOT run in this repository's CI or on the dev box: there is no GPU there. Written to be run by
-# hand on a GPU machine after `make install`, with a CUDA build of torch in .venv-kokoro. It has
-# not been run yet.
+# NOT run in this repository's CI or on the dev box: there is no GPU there. Either on a GPU machine
+# after `make install`, with a CUDA build of torch in .venv-kokoro; or on the `device` tool's lent
+# machine, which reaches no package index: bench/device_kit.py packs what it lacks in parts, one
+# call each, and its `env` sets KOKORO_PYTHON and CLIENT_PYTHON (the client's Python, else
+# $VENV/bin/python) to the image's python3 (docs/benchmarks.md, "On a lent GPU"). It has not been
+# run yet.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -40,13 +43,14 @@ REPEATS="${REPEATS:-10}"
 DESIGN_ARGS=()
 [[ "${WINDOWED:-1}" == "0" ]] && DESIGN_ARGS=(--no-design)
 VENV="${VENV:-.venv}"
+CLIENT_PYTHON="${CLIENT_PYTHON:-$VENV/bin/python}"
 KOKORO_PYTHON="${KOKORO_PYTHON:-.venv-kokoro/bin/python}"
 export KOKORO_PYTHON
 
 fail() { echo "bench/gpu.sh: $*" >&2; exit 2; }
 
-[[ -x "$VENV/bin/python" ]] || fail "$VENV is missing; run \`make install\`"
-[[ -x "$KOKORO_PYTHON" ]] || fail "$KOKORO_PYTHON is missing; run \`make install\`"
+command -v "$CLIENT_PYTHON" >/dev/null || fail "$CLIENT_PYTHON is missing; run \`make install\`"
+command -v "$KOKORO_PYTHON" >/dev/null || fail "$KOKORO_PYTHON is missing; run \`make install\`"
 [[ -d "$MODEL_DIR" ]] || fail "no model directory at $MODEL_DIR (pass one, or run \`make weights\`)"
 ls "$MODEL_DIR"/*.pth >/dev/null 2>&1 || fail "$MODEL_DIR has no torch weights (*.pth); the torch engine needs them"
 command -v nvidia-smi >/dev/null || fail "nvidia-smi not found: this script needs a CUDA GPU"
@@ -61,11 +65,11 @@ export KOKORO_DEVICE=cuda
 # the design phase after them starts three more servers); each `timeout` is a hard stop, so a wedged
 # GPU never holds the machine past 10 minutes in all.
 timeout --signal=INT --kill-after=20 460 \
-  "$VENV/bin/python" -m bench.run --engine torch --device cuda --model-dir "$MODEL_DIR" \
-  --out "$OUT" --repeats "$REPEATS" --budget-s 300 "${DESIGN_ARGS[@]}" "$@"
+  "$CLIENT_PYTHON" -m bench.run --engine torch --device cuda --model-dir "$MODEL_DIR" \
+  --out "$OUT" --repeats "$REPEATS" --budget-s 300 --no-relay "${DESIGN_ARGS[@]}" "$@"
 if [[ -n "${INSTANCE_TYPE:-}" ]]; then
   timeout --signal=INT --kill-after=10 110 \
-    "$VENV/bin/python" -m bench.capacity --model-dir "$MODEL_DIR" --kokoro-python "$KOKORO_PYTHON" \
+    "$CLIENT_PYTHON" -m bench.capacity --model-dir "$MODEL_DIR" --kokoro-python "$KOKORO_PYTHON" \
     --instance-type "$INSTANCE_TYPE" --budget-ms "${BUDGET_MS:-1000}" --out "$OUT/capacity.json"
 fi
 if [[ "${ENGINE_VS_LOOP:-0}" == "1" ]]; then
