@@ -88,7 +88,7 @@ def roots(path: Path = REQUIREMENTS) -> list[Requirement]:
 @dataclass(frozen=True)
 class Closure:
     carried: dict[str, str]  # distribution -> version, from the running environment
-    from_image: set[str]  # required, and the image has it
+    from_image: set[str]  # required, and the image has it (or NOT_CARRIED leaves it behind)
 
 
 def closure(start: list[Requirement], image: set[str], python: str) -> Closure:
