@@ -115,9 +115,9 @@ def closure(start: list[Requirement], image: set[str], python: str) -> Closure:
         except metadata.PackageNotFoundError:
             raise KitError(f"{name} is not installed here: run `make install` and pack from .venv-kokoro") from None
         carried[name] = dist.version
+        wanted = [{**marker_env, "extra": extra} for extra in extras] or [{**marker_env, "extra": ""}]
         for line in dist.requires or []:
             sub = Requirement(line)
-            wanted = [{**marker_env, "extra": extra} for extra in extras] or [{**marker_env, "extra": ""}]
             if sub.marker is None or any(sub.marker.evaluate(env) for env in wanted):
                 todo.append((sub, frozenset(sub.extras)))
     return Closure(carried=carried, from_image=from_image)

@@ -41,7 +41,6 @@ CASES = {"short": SHORT, "long": LONG}
 KEYS = ("first_s", "total_s", "cpu_s", "faults", "rss_mib")
 
 
-
 async def measure(urls: dict[str, str], pids: dict[str, int], voice: str,
                   rounds: int) -> dict[str, list[dict[str, Any]]]:
     """Every case on every variant once per round, the order rotating."""
