@@ -1,8 +1,7 @@
 """``make bench``: one command that measures the streaming TTS stack end to end on this machine.
 
     python -m bench.run [--model-dir DIR] [--engine torch|onnx] [--quick] [--out bench/results]
-                        [--repeats N] [--url http://127.0.0.1:PORT] [--budget-s S] [--no-design]
-                        [--no-relay]
+                        [--repeats N] [--url http://127.0.0.1:PORT] [--budget-s S] [--no-design] [--no-relay]
 
 It starts the Kokoro server from the Kokoro environment (``.venv-kokoro``, or $KOKORO_PYTHON) on a
 free loopback port, replays a simulated agent answer (bench.scenario) against it in three ways
