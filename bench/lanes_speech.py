@@ -28,9 +28,10 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from unittest import mock
 
 from .engine_sides import CONCURRENT, Sides
 from .onnx_lanes import REPO
@@ -38,21 +39,7 @@ from .onnx_lanes import REPO
 if TYPE_CHECKING:
     from kokoro_server.engines.onnx_engine import OnnxEngine
 
-SIDES = ("serial", "lanes")
 FIGURES = ("total_s", "cpu_s", "decoded_per_heard", "decoder_calls", "first_s", "last_first_s")
-
-
-@contextlib.contextmanager
-def _env(name: str, value: str) -> Iterator[None]:
-    was = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if was is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = was
 
 
 def lane_engine(model_dir: Path) -> OnnxEngine:
@@ -61,7 +48,7 @@ def lane_engine(model_dir: Path) -> OnnxEngine:
     from kokoro_server.engines.onnx_engine import THREADS_ENV, OnnxEngine
     from kokoro_server.model_dir import open_model_dir
 
-    with _env(THREADS_ENV, "1"):
+    with mock.patch.dict(os.environ, {THREADS_ENV: "1"}):
         engine = OnnxEngine(model=open_model_dir(model_dir))
     if not hasattr(engine, "_lock"):  # else the lanes side would measure runs one at a time, silently
         raise RuntimeError("OnnxEngine no longer serializes its runs with _lock: lift what does instead")
